@@ -1,0 +1,1 @@
+"""The LLaMA-Factory backend: SFT with our datasets and token losses."""

@@ -1,0 +1,1 @@
+"""The verl backend: multi-GPU, multi-node RL on Ray."""

@@ -1,0 +1,62 @@
+"""The hooks a paper package implements. Each receives a ``register`` callback.
+
+Targets may be objects or lazy ``"module:attr"`` strings, so that a ``plugin.py`` imports
+nothing heavy. Names are namespaced ``<package>.<name>``; a duplicate name is an error.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+import pluggy
+
+PROJECT = "aworld_rl"
+hookspec = pluggy.HookspecMarker(PROJECT)
+hookimpl = pluggy.HookimplMarker(PROJECT)
+
+Register = Callable[..., None]
+
+
+@hookspec
+def register_datasets(register: Register) -> None:
+    """Register dataset builders: ``register(name, builder, help=...)``.
+
+    ``builder(**options)`` returns an iterable of core records (``aworld_rl_core.records``).
+    """
+
+
+@hookspec
+def register_environments(register: Register) -> None:
+    """Register environment factories: ``register(name, factory, help=...)``.
+
+    ``factory(**options)`` returns a fresh ``aworld_rl_core.env.Environment`` (one per episode).
+    """
+
+
+@hookspec
+def register_rewards(register: Register) -> None:
+    """Register reward functions: ``register(name, fn, help=...)``.
+
+    ``fn(completions, **columns) -> list[float]`` (TRL's shape); adapters make verl's
+    ``compute_score`` from it.
+    """
+
+
+@hookspec
+def register_trainers(register: Register) -> None:
+    """Register training backends and losses: ``register(name, target, help=...)``.
+
+    Core registers the backends ``trl``, ``hf-sft``, ``verl`` and ``llamafactory`` (classes with
+    ``name`` and ``train(job) -> RunResult``); packages register token losses
+    (``fn(logits, labels, segments)``) under ``<package>.<loss>``.
+    """
+
+
+@hookspec
+def register_recipes(register: Register) -> None:
+    """Register runnable jobs for ``aworld-run``.
+
+    ``register(name, config="mod:Cls", run="mod:fn", presets="pkg:configs/dir", help=...)``:
+    a frozen config dataclass, YAML presets shipped as package data, and
+    ``run(cfg, run) -> RunResult``.
+    """
