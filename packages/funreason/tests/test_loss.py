@@ -1,0 +1,161 @@
+"""SRML against hand-computed values: every token loss is ln2 or ln4 by construction."""
+
+from __future__ import annotations
+
+import math
+
+import pytest
+import torch
+
+from aworld_rl_funreason.loss import (
+    LearnableAlpha,
+    SRMLLoss,
+    srml_loss,
+    think_mask_from_labels,
+)
+
+LN2 = math.log(2.0)
+T, F_ = True, False
+
+
+def _batch():
+    # every row has softmax [0.5, 0.25, 0.25]: label 0 costs ln2, label 1 costs ln4 = 2 ln2
+    logits = torch.tensor([LN2, 0.0, 0.0]).expand(4, 4, 3).clone().requires_grad_(True)
+    labels = torch.tensor(
+        [
+            [0, 1, 1, -100],  # think ln2, 2ln2 | result 2ln2
+            [1, 0, 0, 0],  # no reasoning: result 2,1,1,1 (ln2)
+            [-100, -100, -100, -100],  # nothing valid: excluded from the mean
+            [0, 0, -100, -100],  # no result: think 1, 1 (ln2)
+        ]
+    )
+    think = torch.tensor(
+        [[T, T, F_, F_], [F_, F_, F_, F_], [T, T, F_, F_], [T, T, T, T]]  # masks on ignored ok
+    )
+    return logits, labels, think
+
+
+def test_per_sample_matches_hand_computation():
+    logits, labels, think = _batch()
+    loss = srml_loss(logits, labels, think, 0.7)
+    # s0: 0.7*1.5 + 0.3*2 = 1.65; s1: 1.25; s3: 1.0 -> mean 1.3 (units of ln2)
+    assert loss.item() == pytest.approx(1.3 * LN2, rel=1e-6)
+
+
+def test_pooled_matches_hand_computation():
+    logits, labels, think = _batch()
+    loss = srml_loss(logits, labels, think, 0.7, reduction="pooled")
+    # think: (1+2+1+1)/4 = 1.25; result: (2+2+1+1+1)/5 = 1.4 -> 0.7*1.25 + 0.3*1.4 = 1.295
+    assert loss.item() == pytest.approx(1.295 * LN2, rel=1e-6)
+
+
+def test_alpha_equal_to_token_share_is_plain_cross_entropy():
+    logits, labels, think = _batch()
+    one = (logits[:1], labels[:1], think[:1])
+    ce = torch.nn.functional.cross_entropy(one[0].reshape(-1, 3), one[1].reshape(-1))
+    assert srml_loss(*one, 2 / 3).item() == pytest.approx(ce.item(), rel=1e-6)
+
+
+def test_gradient_with_respect_to_alpha():
+    logits, labels, think = _batch()
+    alpha = torch.tensor(0.7, requires_grad=True)
+    srml_loss(logits, labels, think, alpha).backward()
+    # only sample 0 has both parts: (L_think - L_result) / 3 samples = -0.5 ln2 / 3
+    assert alpha.grad.item() == pytest.approx(-0.5 * LN2 / 3, rel=1e-6)
+
+
+def test_ignore_index_tokens_get_no_gradient():
+    logits, labels, think = _batch()
+    srml_loss(logits, labels, think, 0.7).backward()
+    assert torch.all(logits.grad[2] == 0)
+    assert torch.all(logits.grad[0, 3] == 0)
+    assert logits.grad[0, 0].abs().sum() > 0
+
+
+def test_custom_ignore_index():
+    logits, labels, think = _batch()
+    labels = torch.where(labels == -100, torch.full_like(labels, 2), labels)
+    loss = srml_loss(logits, labels, think, 0.7, ignore_index=2)
+    assert loss.item() == pytest.approx(1.3 * LN2, rel=1e-6)
+
+
+def test_all_ignored_gives_zero_with_graph():
+    logits = torch.zeros(1, 2, 3, requires_grad=True)
+    labels = torch.full((1, 2), -100)
+    loss = srml_loss(logits, labels, torch.zeros(1, 2, dtype=torch.bool))
+    assert loss.item() == 0.0
+    loss.backward()
+
+
+def test_bad_shapes_and_alpha_raise():
+    logits, labels, think = _batch()
+    with pytest.raises(ValueError, match="think_mask shape"):
+        srml_loss(logits, labels, think[:, :2])
+    with pytest.raises(ValueError, match="alpha"):
+        srml_loss(logits, labels, think, 1.5)
+    with pytest.raises(ValueError, match="reduction"):
+        srml_loss(logits, labels, think, reduction="mean")
+    with pytest.raises(ValueError, match="shift"):
+        srml_loss(logits[0], labels, think)
+
+
+@pytest.mark.parametrize("parametrization", ["sigmoid", "clamp"])
+def test_learnable_alpha_starts_at_init_and_stays_in_range(parametrization):
+    mod = LearnableAlpha(0.7, parametrization)
+    assert mod().item() == pytest.approx(0.7, rel=1e-6)
+    with torch.no_grad():
+        mod.raw.fill_(50.0)
+    assert 0.0 <= mod().item() <= 1.0
+    with torch.no_grad():
+        mod.raw.fill_(-50.0)
+    assert 0.0 <= mod().item() <= 1.0
+
+
+def test_learnable_alpha_gradient_through_sigmoid():
+    logits, labels, think = _batch()
+    loss_fn = SRMLLoss(0.7, learnable=True)
+    loss = loss_fn(logits, labels, {"think": think})
+    assert loss.item() == pytest.approx(1.3 * LN2, rel=1e-5)
+    loss.backward()
+    # dL/dw = dL/dalpha * alpha (1 - alpha)
+    assert loss_fn.alpha_module.raw.grad.item() == pytest.approx(
+        -0.5 * LN2 / 3 * 0.21, rel=1e-5
+    )
+    assert len(list(loss_fn.parameters())) == 1
+    assert list(SRMLLoss(0.7).parameters()) == []
+
+
+def test_hook_needs_think_segment():
+    logits, labels, _ = _batch()
+    with pytest.raises(KeyError, match="think"):
+        SRMLLoss()(logits, labels, {"call": labels > 0})
+
+
+def test_think_mask_single_token_tags():
+    # 7 = <think>, 8 = </think>
+    labels = torch.tensor(
+        [
+            [-100, 7, 3, 4, 8, 5, 6],
+            [-100, -100, 3, 8, 5, 6, -100],  # prompt opened the reasoning
+            [-100, 5, 6, 6, 6, 6, 6],  # no reasoning
+            [-100, 7, 3, 3, 3, 3, 3],  # truncated inside the reasoning
+        ]
+    )
+    got = think_mask_from_labels(labels, [7], [8])
+    want = torch.tensor(
+        [
+            [F_, T, T, T, T, F_, F_],
+            [F_, F_, T, T, F_, F_, F_],
+            [F_] * 7,
+            [F_, T, T, T, T, T, T],
+        ]
+    )
+    assert torch.equal(got, want)
+
+
+def test_think_mask_multi_token_tags_and_two_blocks():
+    # <think> = (1, 2), </think> = (1, 3, 2)
+    labels = torch.tensor([[1, 2, 9, 1, 3, 2, 5, 1, 2, 9, 1, 3, 2, 6]])
+    got = think_mask_from_labels(labels, [1, 2], [1, 3, 2])
+    want = torch.tensor([[T] * 6 + [F_] + [T] * 6 + [F_]])
+    assert torch.equal(got, want)
