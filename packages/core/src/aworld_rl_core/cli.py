@@ -1,0 +1,174 @@
+"""``aworld-run``: list plugins, show configs, run recipes.
+
+Imports nothing heavy: listing plugins and ``--help`` never import torch.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from collections.abc import Sequence
+from pathlib import Path
+
+from aworld_rl_core import plugins
+from aworld_rl_core.errors import AworldError
+
+USAGE = """\
+usage: aworld-run plugins
+       aworld-run show-config RECIPE [--preset NAME | --config FILE] [key=value ...]
+       aworld-run RECIPE [--preset NAME | --config FILE] [--output-dir DIR] [--resume]
+                         [--quiet] [--debug] [key=value ...]
+       aworld-run RECIPE --help
+
+Run a recipe registered by an installed aworld-rl package; `aworld-run plugins` lists them.
+"""
+
+
+def _recipe_parser(recipe: str) -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog=f"aworld-run {recipe}", add_help=False)
+    parser.add_argument("--preset", help="preset name (see --help) or YAML path")
+    parser.add_argument("--config", help="YAML config file, applied after the preset")
+    parser.add_argument("--output-dir", type=Path, help="run directory")
+    parser.add_argument("--resume", action="store_true", help="continue the run in --output-dir")
+    parser.add_argument("--quiet", action="store_true", help="no progress bars")
+    parser.add_argument("--debug", action="store_true", help="full tracebacks on errors")
+    parser.add_argument("-h", "--help", action="store_true")
+    parser.add_argument("overrides", nargs="*", help="dotted key=value overrides")
+    return parser
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    argv = list(sys.argv[1:] if argv is None else argv)
+    debug = "--debug" in argv
+    try:
+        return _dispatch(argv)
+    except KeyboardInterrupt:
+        print("aworld-run: interrupted", file=sys.stderr)
+        return 130
+    except AworldError as exc:
+        if debug:
+            raise
+        print(f"aworld-run: error: {exc}", file=sys.stderr)
+        return 2
+    except Exception as exc:
+        if debug:
+            raise
+        print(
+            f"aworld-run: error: {type(exc).__name__}: {exc} (rerun with --debug for the traceback)",
+            file=sys.stderr,
+        )
+        return 1
+
+
+def _dispatch(argv: list[str]) -> int:
+    if not argv or argv[0] in ("-h", "--help"):
+        print(USAGE)
+        return 0 if argv else 2
+    command, rest = argv[0], argv[1:]
+    if command == "plugins":
+        return _plugins()
+    if command == "show-config":
+        if not rest or rest[0].startswith("-"):
+            raise AworldError("show-config needs a recipe name: aworld-run show-config RECIPE")
+        return _run(rest[0], rest[1:], show_only=True)
+    return _run(command, rest, show_only=False)
+
+
+def _plugins() -> int:
+    from rich.console import Console
+    from rich.table import Table
+
+    registry = plugins.registry()
+    console = Console()
+    table = Table(title="aworld-rl plugins")
+    for column in ("plugin", "package", "version", "registers"):
+        table.add_column(column)
+    for info in registry.plugins:
+        owned = [
+            f"{kind}: {', '.join(sorted(n for n, e in entries.items() if e.plugin == info.name))}"
+            for kind, entries in registry.entries.items()
+            if any(e.plugin == info.name for e in entries.values())
+        ]
+        registers = "\n".join(owned) or "-"
+        if info.error:
+            registers = f"[red]failed to load: {info.error}[/red]"
+        table.add_row(info.name, info.dist or "-", info.version or "-", registers)
+    console.print(table)
+    return 1 if registry.failures else 0
+
+
+def _run(name: str, argv: list[str], *, show_only: bool) -> int:
+    from aworld_rl_core.config import load_config, to_yaml
+
+    entry = plugins.get_recipe(name)
+    args = _recipe_parser(name).parse_intermixed_args(argv)
+    if args.help:
+        _print_recipe_help(entry)
+        return 0
+    config_cls = entry.config_cls()
+    cfg = load_config(
+        config_cls,
+        preset=args.preset,
+        config_file=args.config,
+        presets=entry.presets,
+        overrides=args.overrides,
+    )
+    if show_only:
+        print(to_yaml(cfg), end="")
+        return 0
+    if args.resume and args.output_dir is None:
+        raise AworldError("--resume needs --output-dir pointing at the run to continue")
+    from aworld_rl_core.recipe import execute
+
+    try:
+        result, run = execute(
+            name,
+            entry.run_fn(),
+            cfg,
+            output_dir=args.output_dir,
+            resume=args.resume,
+            quiet=args.quiet,
+        )
+    except KeyboardInterrupt:
+        print(
+            "aworld-run: interrupted; the run directory records it (status.json). Resume with "
+            f"--output-dir <dir> --resume",
+            file=sys.stderr,
+        )
+        return 130
+    _print_summary(name, run.dir, result)
+    return 0
+
+
+def _print_recipe_help(entry: plugins.RecipeEntry) -> None:
+    from aworld_rl_core.config import describe, list_presets
+
+    print(f"aworld-run {entry.name} [--preset NAME | --config FILE] [options] [key=value ...]\n")
+    if entry.help:
+        print(entry.help + "\n")
+    presets = list_presets(entry.presets)
+    print(f"presets: {', '.join(presets) or 'none'}\n")
+    print("options: --output-dir DIR, --resume, --quiet, --debug\n")
+    print("config keys (key=value):")
+    for doc in describe(entry.config_cls()):
+        print(f"  {doc.key} ({doc.type}, default {doc.default!r})")
+        if doc.help:
+            print(f"      {doc.help}")
+
+
+def _print_summary(name: str, run_dir: Path, result) -> None:
+    from rich.console import Console
+    from rich.table import Table
+
+    console = Console()
+    table = Table(title=f"{name}: done", show_header=False)
+    table.add_row("run directory", str(run_dir))
+    for key, path in result.outputs.items():
+        table.add_row(key, str(path))
+    for key, value in list(result.metrics.items())[:12]:
+        table.add_row(key, f"{value:.4g}" if isinstance(value, float) else str(value))
+    console.print(table)
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,270 @@
+"""Recipe configs: frozen dataclasses built from YAML presets and dotted ``key=value`` overrides.
+
+Unknown keys and wrong types are errors that name the key, the expected type and the value
+(and the closest valid key).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import difflib
+import enum
+import types
+import typing
+from collections.abc import Iterator, Mapping, Sequence
+from importlib import resources
+from pathlib import Path
+from typing import Any, Literal, TypeVar, Union
+
+import yaml
+
+from aworld_rl_core.errors import ConfigError
+
+T = TypeVar("T")
+
+
+def load_config(
+    cls: type[T],
+    *,
+    preset: str | None = None,
+    config_file: str | Path | None = None,
+    presets: str | None = None,
+    overrides: Sequence[str] = (),
+) -> T:
+    """Build ``cls`` from a preset (by name or path), a config file and ``key=value`` overrides."""
+    data: dict[str, Any] = {}
+    if preset is not None:
+        data = read_yaml(preset_path(presets, preset))
+    if config_file is not None:
+        data = merge(data, read_yaml(Path(config_file)))
+    for item in overrides:
+        key, sep, value = item.partition("=")
+        if not sep or not key.strip():
+            raise ConfigError(f"override '{item}' is not key=value (e.g. trainer.learning_rate=1e-6)")
+        data = merge(data, _nest(key.strip().split("."), yaml.safe_load(value) if value else ""))
+    return from_dict(cls, data)
+
+
+def preset_path(presets: str | None, preset: str) -> Path:
+    """A preset given as a file path, or by name from the recipe's presets directory."""
+    as_path = Path(preset)
+    if as_path.suffix in (".yaml", ".yml") or as_path.exists():
+        if not as_path.is_file():
+            raise ConfigError(f"preset file '{preset}' does not exist")
+        return as_path
+    available = list_presets(presets)
+    if preset not in available:
+        close = difflib.get_close_matches(preset, available, n=1)
+        hint = f"; did you mean '{close[0]}'?" if close else ""
+        raise ConfigError(
+            f"unknown preset '{preset}'{hint} (available: {', '.join(available) or 'none'})"
+        )
+    return available[preset]
+
+
+def list_presets(presets: str | None) -> dict[str, Path]:
+    """Preset name -> file, from ``"package:relative/dir"``."""
+    if not presets:
+        return {}
+    package, _, subdir = presets.partition(":")
+    root = resources.files(package).joinpath(subdir)
+    if not root.is_dir():
+        return {}
+    found = {}
+    for item in root.iterdir():
+        if item.name.endswith((".yaml", ".yml")):
+            found[item.name.rsplit(".", 1)[0]] = Path(str(item))
+    return dict(sorted(found.items()))
+
+
+def read_yaml(path: Path) -> dict[str, Any]:
+    try:
+        data = yaml.safe_load(Path(path).read_text(encoding="utf-8"))
+    except FileNotFoundError:
+        raise ConfigError(f"config file '{path}' does not exist") from None
+    except yaml.YAMLError as exc:
+        raise ConfigError(f"config file '{path}' is not valid YAML: {exc}") from None
+    if data is None:
+        return {}
+    if not isinstance(data, dict):
+        raise ConfigError(f"config file '{path}' must hold a mapping, not {type(data).__name__}")
+    return data
+
+
+def merge(base: Mapping[str, Any], update: Mapping[str, Any]) -> dict[str, Any]:
+    """Deep-merge mappings; values of ``update`` win."""
+    out = dict(base)
+    for key, value in update.items():
+        if isinstance(value, Mapping) and isinstance(out.get(key), Mapping):
+            out[key] = merge(out[key], value)
+        else:
+            out[key] = value
+    return out
+
+
+def _nest(keys: list[str], value: Any) -> dict[str, Any]:
+    return {keys[0]: _nest(keys[1:], value) if len(keys) > 1 else value}
+
+
+def from_dict(cls: type[T], data: Mapping[str, Any], prefix: str = "") -> T:
+    """Build a (nested) config dataclass, checking keys and types."""
+    if not isinstance(data, Mapping):
+        raise ConfigError(f"{prefix.rstrip('.') or 'config'}: expected a mapping, got {data!r}")
+    hints = typing.get_type_hints(cls)
+    fields = {f.name: f for f in dataclasses.fields(cls) if f.init}
+    for key in data:
+        if key not in fields:
+            valid = [prefix + name for name in fields]
+            close = difflib.get_close_matches(prefix + str(key), valid, n=1, cutoff=0.5)
+            hint = f"; did you mean '{close[0]}'?" if close else f" (valid: {', '.join(valid)})"
+            raise ConfigError(f"unknown config key '{prefix}{key}'{hint}")
+    kwargs = {
+        name: _convert(hints[name], data[name], prefix + name) for name in fields if name in data
+    }
+    try:
+        return cls(**kwargs)
+    except TypeError as exc:  # a required field without a value
+        raise ConfigError(f"{prefix.rstrip('.') or cls.__name__}: {exc}") from None
+
+
+def _convert(tp: Any, value: Any, key: str) -> Any:
+    origin = typing.get_origin(tp)
+    args = typing.get_args(tp)
+    if tp is Any:
+        return value
+    if origin in (Union, types.UnionType):
+        if value is None and type(None) in args:
+            return None
+        errors = []
+        for arg in (a for a in args if a is not type(None)):
+            try:
+                return _convert(arg, value, key)
+            except ConfigError as exc:
+                errors.append(exc)
+        raise _type_error(key, tp, value)
+    if origin is Literal:
+        if value in args:
+            return value
+        raise ConfigError(f"{key}: expected one of {', '.join(map(repr, args))}, got {value!r}")
+    if dataclasses.is_dataclass(tp):
+        return from_dict(tp, value if value is not None else {}, key + ".")
+    if origin in (list, tuple, Sequence) or tp in (list, tuple):
+        if isinstance(value, str) or not isinstance(value, (list, tuple)):
+            raise _type_error(key, tp, value)
+        item_tp = args[0] if args else Any
+        items = [_convert(item_tp, v, f"{key}[{i}]") for i, v in enumerate(value)]
+        return tuple(items) if origin is tuple or tp is tuple else items
+    if origin in (dict, Mapping) or tp is dict:
+        if not isinstance(value, Mapping):
+            raise _type_error(key, tp, value)
+        val_tp = args[1] if args else Any
+        return {str(k): _convert(val_tp, v, f"{key}.{k}") for k, v in value.items()}
+    if isinstance(tp, type) and issubclass(tp, enum.Enum):
+        try:
+            return tp(value)
+        except ValueError:
+            raise _type_error(key, tp, value) from None
+    return _scalar(tp, value, key)
+
+
+def _scalar(tp: Any, value: Any, key: str) -> Any:
+    if tp is bool:
+        if isinstance(value, bool):
+            return value
+        if isinstance(value, str) and value.lower() in ("true", "false", "yes", "no", "1", "0"):
+            return value.lower() in ("true", "yes", "1")
+    elif tp is int:
+        if isinstance(value, int) and not isinstance(value, bool):
+            return value
+        if isinstance(value, str):
+            try:
+                return int(value)
+            except ValueError:
+                pass
+    elif tp is float:
+        if isinstance(value, (int, float)) and not isinstance(value, bool):
+            return float(value)
+        if isinstance(value, str):
+            try:
+                return float(value)
+            except ValueError:
+                pass
+    elif tp is str:
+        if isinstance(value, str):
+            return value
+        if isinstance(value, (int, float)) and not isinstance(value, bool):
+            return str(value)
+    elif tp is Path:
+        if isinstance(value, (str, Path)):
+            return Path(value)
+    else:
+        raise ConfigError(f"{key}: unsupported config type {tp!r}")
+    raise _type_error(key, tp, value)
+
+
+def _type_error(key: str, tp: Any, value: Any) -> ConfigError:
+    return ConfigError(f"{key}: expected {type_name(tp)}, got {value!r}")
+
+
+def type_name(tp: Any) -> str:
+    """A short readable name of a config field type."""
+    origin = typing.get_origin(tp)
+    args = typing.get_args(tp)
+    if origin in (Union, types.UnionType):
+        return " | ".join(type_name(a) for a in args)
+    if origin is Literal:
+        return " | ".join(repr(a) for a in args)
+    if origin is not None:
+        inner = ", ".join(type_name(a) for a in args if a is not Ellipsis)
+        return f"{getattr(origin, '__name__', str(origin))}[{inner}]"
+    if tp is type(None):
+        return "None"
+    return getattr(tp, "__name__", str(tp))
+
+
+def to_dict(cfg: Any) -> dict[str, Any]:
+    """A plain, YAML-ready dict of a config (tuples become lists, paths strings)."""
+
+    def plain(value: Any) -> Any:
+        if dataclasses.is_dataclass(value) and not isinstance(value, type):
+            return {f.name: plain(getattr(value, f.name)) for f in dataclasses.fields(value)}
+        if isinstance(value, (list, tuple)):
+            return [plain(v) for v in value]
+        if isinstance(value, dict):
+            return {k: plain(v) for k, v in value.items()}
+        if isinstance(value, Path):
+            return str(value)
+        if isinstance(value, enum.Enum):
+            return value.value
+        return value
+
+    return plain(cfg)
+
+
+def to_yaml(cfg: Any) -> str:
+    return yaml.safe_dump(to_dict(cfg), sort_keys=False)
+
+
+@dataclasses.dataclass(frozen=True)
+class FieldDoc:
+    key: str
+    type: str
+    default: Any
+    help: str
+
+
+def describe(cls: type, prefix: str = "") -> Iterator[FieldDoc]:
+    """Every leaf field of a config class with its dotted key, type, default and help."""
+    hints = typing.get_type_hints(cls)
+    for f in dataclasses.fields(cls):
+        tp = hints[f.name]
+        if dataclasses.is_dataclass(tp):
+            yield from describe(tp, f"{prefix}{f.name}.")
+            continue
+        if f.default is not dataclasses.MISSING:
+            default = f.default
+        elif f.default_factory is not dataclasses.MISSING:
+            default = f.default_factory()
+        else:
+            default = "(required)"
+        yield FieldDoc(prefix + f.name, type_name(tp), to_dict(default), f.metadata.get("help", ""))

@@ -1,0 +1,1 @@
+"""The test kit: pytest markers and fixtures, tiny models, contract tests, test doubles."""

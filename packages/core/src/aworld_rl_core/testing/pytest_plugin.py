@@ -1,0 +1,63 @@
+"""pytest plugin (entry point ``pytest11``): markers ``gpu``, ``slow``, ``network`` and fixtures.
+
+``slow`` tests run with ``--runslow``; ``gpu`` tests only where CUDA is available; ``network``
+tests only with ``--runnetwork`` and never in CI (``CI`` set).
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import os
+from pathlib import Path
+
+import pytest
+
+MARKERS = {
+    "slow": "slow test; run with --runslow",
+    "gpu": "needs a CUDA GPU; skipped without one",
+    "network": "needs the internet; run with --runnetwork (never in CI)",
+}
+
+
+def pytest_addoption(parser: pytest.Parser) -> None:
+    group = parser.getgroup("aworld-rl")
+    group.addoption("--runslow", action="store_true", default=False, help="run slow tests")
+    group.addoption(
+        "--runnetwork", action="store_true", default=False, help="run tests that need the internet"
+    )
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    for name, text in MARKERS.items():
+        config.addinivalue_line("markers", f"{name}: {text}")
+
+
+def _cuda_available() -> bool:
+    if importlib.util.find_spec("torch") is None:
+        return False
+    import torch
+
+    return torch.cuda.is_available()
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    skip_slow = pytest.mark.skip(reason="slow: run with --runslow")
+    skip_net = pytest.mark.skip(reason="network: run with --runnetwork (never in CI)")
+    no_net = not config.getoption("--runnetwork") or bool(os.environ.get("CI"))
+    gpu_items = [item for item in items if "gpu" in item.keywords]
+    has_gpu = _cuda_available() if gpu_items else False
+    for item in items:
+        if "slow" in item.keywords and not config.getoption("--runslow"):
+            item.add_marker(skip_slow)
+        if "network" in item.keywords and no_net:
+            item.add_marker(skip_net)
+        if "gpu" in item.keywords and not has_gpu:
+            item.add_marker(pytest.mark.skip(reason="gpu: no CUDA device here"))
+
+
+@pytest.fixture
+def aworld_home(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    """An isolated ``AWORLD_RL_HOME`` for the test."""
+    home = tmp_path / "aworld-home"
+    monkeypatch.setenv("AWORLD_RL_HOME", str(home))
+    return home

@@ -1,0 +1,79 @@
+"""Metric sinks: metrics.jsonl always; TensorBoard and W&B when switched on."""
+
+from __future__ import annotations
+
+import json
+import math
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+
+@dataclass(frozen=True, kw_only=True)
+class TrackingConfig:
+    """Opt-in experiment trackers (metrics.jsonl is always written)."""
+
+    tensorboard: bool = field(default=False, metadata={"help": "also log to TensorBoard"})
+    wandb: bool = field(default=False, metadata={"help": "also log to Weights & Biases"})
+    wandb_project: str = field(default="aworld-rl", metadata={"help": "W&B project name"})
+
+
+class MetricsLog:
+    """Appends one JSON object per ``log`` call and forwards to the enabled trackers."""
+
+    def __init__(self, run_dir: Path, tracking: TrackingConfig, run_name: str) -> None:
+        self.path = run_dir / "metrics.jsonl"
+        self._file = self.path.open("a", encoding="utf-8")
+        self._tb = self._wandb = None
+        if tracking.tensorboard:
+            from torch.utils.tensorboard import SummaryWriter
+
+            self._tb = SummaryWriter(str(run_dir / "tensorboard"))
+        if tracking.wandb:
+            import wandb
+
+            self._wandb = wandb.init(project=tracking.wandb_project, name=run_name, dir=run_dir)
+
+    def log(self, metrics: dict[str, float], step: int | None = None) -> None:
+        record: dict[str, Any] = {"time": round(time.time(), 3)}
+        if step is not None:
+            record["step"] = step
+        record.update({k: _jsonable(v) for k, v in metrics.items()})
+        self._file.write(json.dumps(record) + "\n")
+        self._file.flush()
+        numeric = {k: v for k, v in record.items() if isinstance(v, (int, float))}
+        if self._tb is not None:
+            for key, value in numeric.items():
+                if key not in ("time", "step"):
+                    self._tb.add_scalar(key, value, step)
+        if self._wandb is not None:
+            self._wandb.log(numeric, step=step)
+
+    def close(self) -> None:
+        self._file.close()
+        if self._tb is not None:
+            self._tb.close()
+        if self._wandb is not None:
+            self._wandb.finish()
+
+
+def _jsonable(value: Any) -> Any:
+    if hasattr(value, "item"):  # numpy / torch scalars
+        value = value.item()
+    if isinstance(value, float) and not math.isfinite(value):
+        return str(value)
+    return value
+
+
+def read_metrics(path: Path) -> list[dict[str, Any]]:
+    """The records of a metrics.jsonl file, skipping a torn last line."""
+    if not path.exists():
+        return []
+    records = []
+    for line in path.read_text(encoding="utf-8").splitlines():
+        try:
+            records.append(json.loads(line))
+        except json.JSONDecodeError:
+            continue
+    return records
