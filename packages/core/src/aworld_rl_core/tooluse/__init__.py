@@ -1,0 +1,40 @@
+"""Tool-use runtime: parse what a model wrote, dispatch calls safely, never evaluate model text.
+
+The BFCL adapter lives in the subpackage ``aworld_rl_core.tooluse.bfcl`` (imported on demand).
+"""
+
+from aworld_rl_core.tooluse.calls import (
+    Call,
+    ParseLimits,
+    ToolCallParseError,
+    bind_positional,
+    format_python_call,
+    format_python_calls,
+    parse_json_calls,
+    parse_python_calls,
+    signatures_from_tools,
+)
+from aworld_rl_core.tooluse.dispatch import (
+    BFCL_DENIED_NAMES,
+    Dispatcher,
+    ToolResult,
+    format_result,
+    public_methods,
+)
+
+__all__ = [
+    "BFCL_DENIED_NAMES",
+    "Call",
+    "Dispatcher",
+    "ParseLimits",
+    "ToolCallParseError",
+    "ToolResult",
+    "bind_positional",
+    "format_python_call",
+    "format_python_calls",
+    "format_result",
+    "parse_json_calls",
+    "parse_python_calls",
+    "public_methods",
+    "signatures_from_tools",
+]

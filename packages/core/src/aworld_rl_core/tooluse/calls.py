@@ -1,0 +1,403 @@
+"""Tool calls as data: parse BFCL's python call lists and JSON call lists without evaluating them.
+
+Model text is never evaluated. ``parse_python_calls`` walks the ``ast`` of the text and accepts
+literal arguments only (str, int, float incl. negative, bool, None, list, tuple, dict, nested);
+anything else (names, attribute access on values, lambdas, comprehensions, f-strings, operators,
+starred or ``**`` arguments, dunder names) raises :class:`ToolCallParseError` with the reason.
+Size limits bound the text length, the nesting depth and the number of literal nodes.
+"""
+
+from __future__ import annotations
+
+import ast
+import json
+import math
+import re
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass, field, replace
+from typing import Any
+
+__all__ = [
+    "Call",
+    "ParseLimits",
+    "ToolCallParseError",
+    "bind_positional",
+    "format_python_call",
+    "format_python_calls",
+    "parse_json_calls",
+    "parse_python_calls",
+    "signatures_from_tools",
+]
+
+_NAME_SEGMENT = re.compile(r"[A-Za-z_][A-Za-z0-9_]*\Z")
+
+
+class ToolCallParseError(ValueError):
+    """Model text is not a well-formed, literal-only tool call (the message says why)."""
+
+
+@dataclass(frozen=True)
+class ParseLimits:
+    """Bounds that keep hostile text from exhausting memory or the stack."""
+
+    max_chars: int = 100_000
+    max_depth: int = 24
+    max_nodes: int = 20_000
+    max_calls: int = 256
+
+
+DEFAULT_LIMITS = ParseLimits()
+
+
+@dataclass(frozen=True)
+class Call:
+    """One tool call: a (possibly dotted) function name, keyword arguments, positional arguments."""
+
+    name: str
+    arguments: dict[str, Any] = field(default_factory=dict)
+    positional: tuple[Any, ...] = ()
+
+    def to_dict(self) -> dict[str, Any]:
+        """The JSON-call form ``{"name": ..., "arguments": {...}}`` (positional args must be bound)."""
+        if self.positional:
+            raise ValueError(
+                f"call {self.name!r} has positional arguments; bind them to names first "
+                "(bind_positional) before converting to the JSON form"
+            )
+        return {"name": self.name, "arguments": dict(self.arguments)}
+
+    def to_python(self) -> str:
+        """BFCL's call-string form, e.g. ``mv(source='a.txt', destination='tmp')``."""
+        return format_python_call(self)
+
+
+# ---------------------------------------------------------------------------------------------
+# Python call lists
+# ---------------------------------------------------------------------------------------------
+
+
+def parse_python_calls(
+    text: str,
+    *,
+    signatures: Mapping[str, Sequence[str]] | None = None,
+    limits: ParseLimits = DEFAULT_LIMITS,
+) -> list[Call]:
+    """Parse ``[f(a=1, b='x'), g()]`` (or one bare call ``f(a=1)``) into calls, literals only.
+
+    ``signatures`` maps a function name to its ordered parameter names; positional arguments of a
+    call whose name is in it are bound to those names (see :func:`bind_positional`). Calls to
+    other names keep their positional arguments in ``Call.positional``.
+    """
+    if not isinstance(text, str):
+        raise ToolCallParseError(f"expected the call text as str, got {type(text).__name__}")
+    if len(text) > limits.max_chars:
+        raise ToolCallParseError(
+            f"call text has {len(text)} characters, over the limit of {limits.max_chars}"
+        )
+    source = text.strip()
+    if not source:
+        raise ToolCallParseError("call text is empty; expected a list such as [f(a=1)]")
+    try:
+        tree = ast.parse(source, mode="eval")
+    except (SyntaxError, ValueError, RecursionError, MemoryError) as exc:
+        reason = exc.msg if isinstance(exc, SyntaxError) else str(exc) or type(exc).__name__
+        raise ToolCallParseError(f"not a python call list: {reason}") from None
+    body = tree.body
+    if isinstance(body, ast.Call):
+        nodes: list[ast.expr] = [body]
+    elif isinstance(body, (ast.List, ast.Tuple)):
+        nodes = list(body.elts)
+    else:
+        raise ToolCallParseError(
+            f"expected a list of calls such as [f(a=1)], got a {_describe(body)}"
+        )
+    if len(nodes) > limits.max_calls:
+        raise ToolCallParseError(f"{len(nodes)} calls, over the limit of {limits.max_calls}")
+    budget = _Budget(limits)
+    calls = [_call_from_node(node, budget) for node in nodes]
+    if signatures:
+        calls = [
+            bind_positional(c, signatures[c.name]) if c.positional and c.name in signatures else c
+            for c in calls
+        ]
+    return calls
+
+
+class _Budget:
+    """Counts literal nodes across one parse and enforces the depth limit."""
+
+    def __init__(self, limits: ParseLimits) -> None:
+        self.limits = limits
+        self.nodes = 0
+
+    def spend(self, depth: int) -> None:
+        self.nodes += 1
+        if self.nodes > self.limits.max_nodes:
+            raise ToolCallParseError(
+                f"arguments hold more than {self.limits.max_nodes} literal values"
+            )
+        if depth > self.limits.max_depth:
+            raise ToolCallParseError(
+                f"arguments nest deeper than the limit of {self.limits.max_depth}"
+            )
+
+
+def _call_from_node(node: ast.expr, budget: _Budget) -> Call:
+    if not isinstance(node, ast.Call):
+        raise ToolCallParseError(f"list element is a {_describe(node)}, not a function call")
+    name = _dotted_name(node.func)
+    positional = []
+    for arg in node.args:
+        if isinstance(arg, ast.Starred):
+            raise ToolCallParseError(f"{name}: starred (*args) arguments are not allowed")
+        positional.append(_literal(arg, budget, 1))
+    arguments: dict[str, Any] = {}
+    for kw in node.keywords:
+        if kw.arg is None:
+            raise ToolCallParseError(f"{name}: **kwargs arguments are not allowed")
+        if kw.arg.startswith("__"):
+            raise ToolCallParseError(f"{name}: dunder argument name {kw.arg!r} is not allowed")
+        arguments[kw.arg] = _literal(kw.value, budget, 1)
+    return Call(name=name, arguments=arguments, positional=tuple(positional))
+
+
+def _dotted_name(func: ast.expr) -> str:
+    parts: list[str] = []
+    node = func
+    while isinstance(node, ast.Attribute):
+        parts.append(node.attr)
+        node = node.value
+    if not isinstance(node, ast.Name):
+        raise ToolCallParseError(
+            f"function must be a plain or dotted name, got a {_describe(node)} in {_snippet(func)}"
+        )
+    parts.append(node.id)
+    name = ".".join(reversed(parts))
+    _check_name(name)
+    return name
+
+
+def _check_name(name: str) -> None:
+    segments = name.split(".")
+    for seg in segments:
+        if not _NAME_SEGMENT.match(seg):
+            raise ToolCallParseError(f"invalid function name {name!r}")
+        if seg.startswith("__"):
+            raise ToolCallParseError(f"dunder name {name!r} is not allowed as a function name")
+
+
+def _literal(node: ast.expr, budget: _Budget, depth: int) -> Any:
+    budget.spend(depth)
+    if isinstance(node, ast.Constant):
+        return _constant(node.value)
+    if isinstance(node, ast.UnaryOp) and isinstance(node.op, (ast.USub, ast.UAdd)):
+        operand = node.operand
+        if isinstance(operand, ast.Constant) and _is_number(operand.value):
+            return -operand.value if isinstance(node.op, ast.USub) else operand.value
+        raise ToolCallParseError(f"unary sign only applies to numbers, got {_snippet(node)}")
+    if isinstance(node, ast.List):
+        return [_literal(e, budget, depth + 1) for e in node.elts]
+    if isinstance(node, ast.Tuple):
+        return tuple(_literal(e, budget, depth + 1) for e in node.elts)
+    if isinstance(node, ast.Dict):
+        out: dict[Any, Any] = {}
+        for k, v in zip(node.keys, node.values):
+            if k is None:
+                raise ToolCallParseError("dict unpacking (**) is not allowed in arguments")
+            key = _literal(k, budget, depth + 1)
+            if isinstance(key, (list, dict)):
+                raise ToolCallParseError(f"dict key must be a str/number/bool/None: {_snippet(k)}")
+            try:
+                hash(key)
+            except TypeError:
+                raise ToolCallParseError(f"dict key is not hashable: {_snippet(k)}") from None
+            out[key] = _literal(v, budget, depth + 1)
+        return out
+    raise ToolCallParseError(
+        f"argument values must be literals; got a {_describe(node)}: {_snippet(node)}"
+    )
+
+
+def _constant(value: Any) -> Any:
+    if value is None or isinstance(value, (str, bool, int)):
+        return value
+    if isinstance(value, float):
+        return value
+    raise ToolCallParseError(f"literal of type {type(value).__name__} is not allowed")
+
+
+def _is_number(value: Any) -> bool:
+    return isinstance(value, (int, float)) and not isinstance(value, bool)
+
+
+def _describe(node: ast.AST) -> str:
+    return type(node).__name__
+
+
+def _snippet(node: ast.AST, width: int = 60) -> str:
+    try:
+        text = ast.unparse(node)
+    except Exception:  # ast.unparse of odd trees; the snippet is only for the message
+        text = type(node).__name__
+    return text if len(text) <= width else text[: width - 3] + "..."
+
+
+# ---------------------------------------------------------------------------------------------
+# Positional arguments and signatures
+# ---------------------------------------------------------------------------------------------
+
+
+def bind_positional(call: Call, param_names: Sequence[str]) -> Call:
+    """Move ``call.positional`` into ``call.arguments`` using the ordered ``param_names``."""
+    if not call.positional:
+        return call
+    if len(call.positional) > len(param_names):
+        raise ToolCallParseError(
+            f"{call.name}: {len(call.positional)} positional arguments but the function takes "
+            f"at most {len(param_names)} ({', '.join(param_names) or 'none'})"
+        )
+    bound: dict[str, Any] = {}
+    for pname, value in zip(param_names, call.positional):
+        if pname in call.arguments:
+            raise ToolCallParseError(f"{call.name}: got multiple values for argument {pname!r}")
+        bound[pname] = value
+    return replace(call, arguments={**bound, **call.arguments}, positional=())
+
+
+def signatures_from_tools(tools: Iterable[Mapping[str, Any]]) -> dict[str, list[str]]:
+    """Ordered parameter names per function from BFCL docs or OpenAI tool schemas."""
+    out: dict[str, list[str]] = {}
+    for tool in tools:
+        doc = tool.get("function", tool) if tool.get("type") == "function" else tool
+        name = doc.get("name")
+        if not isinstance(name, str):
+            raise ValueError(f"tool schema without a string 'name': {str(tool)[:120]}")
+        params = doc.get("parameters") or {}
+        props = params.get("properties") or {}
+        out[name] = list(props)
+    return out
+
+
+# ---------------------------------------------------------------------------------------------
+# Formatting (BFCL call strings)
+# ---------------------------------------------------------------------------------------------
+
+
+def format_python_call(call: Call) -> str:
+    """Render a call the way BFCL writes call strings; ``parse_python_calls`` reads it back."""
+    parts = [_format_value(v) for v in call.positional]
+    parts += [f"{k}={_format_value(v)}" for k, v in call.arguments.items()]
+    return f"{call.name}({', '.join(parts)})"
+
+
+def format_python_calls(calls: Iterable[Call]) -> str:
+    """Render a list of calls as BFCL's python list ``[f(a=1), g()]``."""
+    return "[" + ", ".join(format_python_call(c) for c in calls) + "]"
+
+
+def _format_value(value: Any) -> str:
+    if isinstance(value, float) and not math.isfinite(value):
+        if math.isnan(value):
+            raise ValueError("NaN has no literal form in a python call string")
+        return "1e999" if value > 0 else "-1e999"
+    if isinstance(value, list):
+        return "[" + ", ".join(_format_value(v) for v in value) + "]"
+    if isinstance(value, tuple):
+        inner = ", ".join(_format_value(v) for v in value)
+        return f"({inner},)" if len(value) == 1 else f"({inner})"
+    if isinstance(value, dict):
+        items = ", ".join(f"{_format_value(k)}: {_format_value(v)}" for k, v in value.items())
+        return "{" + items + "}"
+    if value is None or isinstance(value, (str, int, float, bool)):
+        return repr(value)
+    raise ValueError(f"value of type {type(value).__name__} has no literal form: {value!r}")
+
+
+# ---------------------------------------------------------------------------------------------
+# JSON call lists
+# ---------------------------------------------------------------------------------------------
+
+
+def parse_json_calls(
+    text_or_obj: str | Sequence[Any] | Mapping[str, Any],
+    *,
+    limits: ParseLimits = DEFAULT_LIMITS,
+) -> list[Call]:
+    """Parse ``[{"name": ..., "arguments": {...}}, ...]`` (a str or already-loaded JSON).
+
+    One object instead of a list is accepted as a single call. ``arguments`` may itself be a JSON
+    string holding an object (the OpenAI wire form); the only allowed keys are ``name`` and
+    ``arguments``.
+    """
+    obj: Any = text_or_obj
+    if isinstance(text_or_obj, str):
+        obj = _load_json(text_or_obj, limits, what="tool call")
+    if isinstance(obj, Mapping):
+        items: list[Any] = [obj]
+    elif isinstance(obj, (list, tuple)):
+        items = list(obj)
+    else:
+        raise ToolCallParseError(
+            f"expected a JSON list of {{'name', 'arguments'}} objects, got {type(obj).__name__}"
+        )
+    if len(items) > limits.max_calls:
+        raise ToolCallParseError(f"{len(items)} calls, over the limit of {limits.max_calls}")
+    budget = _Budget(limits)
+    return [_call_from_json(item, i, limits, budget) for i, item in enumerate(items)]
+
+
+def _call_from_json(item: Any, index: int, limits: ParseLimits, budget: _Budget) -> Call:
+    if not isinstance(item, Mapping):
+        raise ToolCallParseError(f"call #{index} is a {type(item).__name__}, not an object")
+    unknown = sorted(set(item) - {"name", "arguments"})
+    if unknown:
+        raise ToolCallParseError(
+            f"call #{index} has unknown keys {unknown}; only 'name' and 'arguments' are allowed"
+        )
+    name = item.get("name")
+    if not isinstance(name, str) or not name:
+        raise ToolCallParseError(f"call #{index} needs a non-empty string 'name'")
+    _check_name(name)
+    if "arguments" not in item:
+        raise ToolCallParseError(f"call #{index} ({name}) has no 'arguments' object")
+    args = item["arguments"]
+    if isinstance(args, str):
+        args = _load_json(args, limits, what=f"arguments of {name}")
+    if not isinstance(args, Mapping):
+        raise ToolCallParseError(
+            f"arguments of {name} must be an object, got {type(args).__name__}"
+        )
+    for key in args:
+        if not isinstance(key, str) or not _NAME_SEGMENT.match(key) or key.startswith("__"):
+            raise ToolCallParseError(f"{name}: invalid argument name {key!r}")
+    _check_json_value(args, budget, 1)
+    return Call(name=name, arguments=dict(args))
+
+
+def _load_json(text: str, limits: ParseLimits, *, what: str) -> Any:
+    if len(text) > limits.max_chars:
+        raise ToolCallParseError(
+            f"{what} JSON has {len(text)} characters, over the limit of {limits.max_chars}"
+        )
+    try:
+        return json.loads(text, parse_constant=_reject_constant)
+    except json.JSONDecodeError as exc:
+        raise ToolCallParseError(f"{what} is not valid JSON: {exc.msg} at char {exc.pos}") from None
+    except (RecursionError, MemoryError):
+        raise ToolCallParseError(f"{what} JSON nests too deeply") from None
+
+
+def _reject_constant(name: str) -> Any:
+    raise ToolCallParseError(f"JSON constant {name} is not allowed in tool calls")
+
+
+def _check_json_value(value: Any, budget: _Budget, depth: int) -> None:
+    budget.spend(depth)
+    if isinstance(value, Mapping):
+        for v in value.values():
+            _check_json_value(v, budget, depth + 1)
+    elif isinstance(value, (list, tuple)):
+        for v in value:
+            _check_json_value(v, budget, depth + 1)
+    elif not (value is None or isinstance(value, (str, int, float, bool))):
+        raise ToolCallParseError(f"value of type {type(value).__name__} is not allowed")

@@ -1,0 +1,303 @@
+"""Safe dispatch of parsed tool calls to the public methods of allowed API instances.
+
+The name -> method table is built once, from each instance's class with ``inspect`` (public
+functions and classmethods only: no leading underscore, no properties, no instance attributes),
+and calls are looked up in that dict. Arguments are bound against the method's signature before
+anything runs. Results are rendered as text exactly as BFCL's executor
+(``execute_multi_turn_func_call``) renders them, so BFCL's response checker can compare them.
+"""
+
+from __future__ import annotations
+
+import inspect
+import json
+import types
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any, Literal
+
+from aworld_rl_core.tooluse.calls import (
+    DEFAULT_LIMITS,
+    Call,
+    ParseLimits,
+    ToolCallParseError,
+    parse_python_calls,
+)
+
+__all__ = [
+    "BFCL_DENIED_NAMES",
+    "Dispatcher",
+    "ToolResult",
+    "format_result",
+    "public_methods",
+]
+
+#: Names BFCL's executor refuses to run whatever class defines them.
+BFCL_DENIED_NAMES = frozenset({"kill", "exit", "quit", "remove", "unlink", "popen", "Popen", "run"})
+
+ERROR_PREFIX = "Error during execution: "
+
+ResultKind = Literal[
+    "ok", "returned_error", "raised", "bad_arguments", "unknown_function", "denied", "parse_error"
+]
+
+
+@dataclass(frozen=True)
+class ToolResult:
+    """Outcome of one call: ``text`` is what the model sees (BFCL's rendering)."""
+
+    text: str
+    kind: ResultKind
+    call: Call | None = None
+    value: Any = None
+
+    @property
+    def executed(self) -> bool:
+        """The method ran and returned (possibly an ``{"error": ...}`` dict)."""
+        return self.kind in ("ok", "returned_error")
+
+    @property
+    def is_error(self) -> bool:
+        """Anything but a clean return: refused, bad arguments, raised, or an error dict."""
+        return self.kind != "ok"
+
+    @property
+    def ok(self) -> bool:
+        return self.kind == "ok"
+
+
+def format_result(value: Any) -> str:
+    """BFCL's rendering of a return value: str as is, dict as ``json.dumps``, else ``str``."""
+    if type(value) is str:
+        return value
+    if type(value) is dict:
+        try:
+            return json.dumps(value)
+        except Exception:  # BFCL falls back to str() for any dict json cannot encode
+            return str(value)
+    return str(value)
+
+
+def public_methods(instance: object) -> dict[str, Callable[..., Any]]:
+    """Public methods of ``instance`` (as BFCL sees them), bound, read from its class statically."""
+    cls = type(instance)
+    out: dict[str, Callable[..., Any]] = {}
+    for name in sorted(dir(cls)):
+        if name.startswith("_"):
+            continue
+        attr = inspect.getattr_static(cls, name)
+        if isinstance(attr, types.FunctionType):
+            out[name] = types.MethodType(attr, instance)
+        elif isinstance(attr, classmethod):
+            out[name] = types.MethodType(attr.__func__, cls)
+    return out
+
+
+class Dispatcher:
+    """Routes calls to the public methods of a fixed set of instances.
+
+    ``instances`` is a mapping ``label -> instance`` (e.g. BFCL class name -> API object) or a
+    sequence of instances. When several instances expose the same method name, ``on_conflict``
+    decides: ``"last"`` (BFCL's rule: the later instance in order wins), ``"first"``, or
+    ``"error"`` (raise at construction). ``deny`` names are refused with BFCL's message;
+    ``allow`` (when given) restricts the table to those names.
+    """
+
+    def __init__(
+        self,
+        instances: Mapping[str, object] | Sequence[object],
+        *,
+        on_conflict: Literal["last", "first", "error"] = "last",
+        deny: Iterable[str] = (),
+        allow: Iterable[str] | None = None,
+        limits: ParseLimits = DEFAULT_LIMITS,
+    ) -> None:
+        if on_conflict not in ("last", "first", "error"):
+            raise ValueError(f"on_conflict must be 'last', 'first' or 'error', not {on_conflict!r}")
+        if isinstance(instances, Mapping):
+            labelled = list(instances.items())
+        else:
+            labelled = [(type(inst).__name__, inst) for inst in instances]
+        self._deny = frozenset(deny)
+        self._limits = limits
+        allowed = None if allow is None else frozenset(allow)
+        table: dict[str, Callable[..., Any]] = {}
+        owner: dict[str, str] = {}
+        for label, inst in labelled:
+            for name, method in public_methods(inst).items():
+                if allowed is not None and name not in allowed:
+                    continue
+                if name in table:
+                    if on_conflict == "error":
+                        raise ValueError(
+                            f"method {name!r} is exposed by both {owner[name]} and {label}; "
+                            "pass on_conflict='first' or 'last' to choose"
+                        )
+                    if on_conflict == "first":
+                        continue
+                table[name] = method
+                owner[name] = label
+        self._table = table
+        self._owner = owner
+        self._signatures: dict[str, inspect.Signature] = {}
+
+    # -- introspection -------------------------------------------------------------------------
+
+    @property
+    def names(self) -> list[str]:
+        """Sorted names the dispatcher will run."""
+        return sorted(self._table)
+
+    def __contains__(self, name: object) -> bool:
+        return name in self._table
+
+    def owner(self, name: str) -> str:
+        """Label of the instance that serves ``name``."""
+        return self._owner[name]
+
+    def signature(self, name: str) -> inspect.Signature:
+        """Signature of the bound method serving ``name`` (``self`` excluded)."""
+        sig = self._signatures.get(name)
+        if sig is None:
+            sig = inspect.signature(self._table[name])
+            self._signatures[name] = sig
+        return sig
+
+    def param_names(self, name: str) -> list[str]:
+        """Ordered parameter names that positional arguments can fill."""
+        kinds = (inspect.Parameter.POSITIONAL_ONLY, inspect.Parameter.POSITIONAL_OR_KEYWORD)
+        return [p.name for p in self.signature(name).parameters.values() if p.kind in kinds]
+
+    # -- execution -----------------------------------------------------------------------------
+
+    def call(self, call: Call) -> ToolResult:
+        """Run one parsed call; never raises on a bad call (the result says what went wrong)."""
+        name = call.name
+        short = name.split(".", 1)[-1] if "." in name else name
+        if name in self._deny or short in self._deny:
+            return ToolResult(
+                f"{ERROR_PREFIX}Function call {short} is not allowed.", "denied", call
+            )
+        method = self._table.get(name)
+        if method is None:
+            head = name.split(".", 1)[0]
+            return ToolResult(
+                f"{ERROR_PREFIX}name {head!r} is not defined", "unknown_function", call
+            )
+        sig = self.signature(name)
+        try:
+            bound = sig.bind(*call.positional, **call.arguments)
+        except TypeError:
+            message = signature_error_message(method, sig, call.positional, call.arguments)
+            return ToolResult(f"{ERROR_PREFIX}{message}", "bad_arguments", call)
+        try:
+            value = method(*bound.args, **bound.kwargs)
+            text = format_result(value)
+        except Exception as exc:  # a tool failing is an observation for the model, not a crash
+            return ToolResult(f"{ERROR_PREFIX}{exc}", "raised", call)
+        kind: ResultKind = "returned_error" if _is_error_dict(value) else "ok"
+        return ToolResult(text, kind, call, value)
+
+    def execute(self, calls: Iterable[str | Call]) -> list[ToolResult]:
+        """Run calls given as :class:`Call` objects or BFCL call strings (``"cd(folder='x')"``)."""
+        results = []
+        for item in calls:
+            if isinstance(item, Call):
+                results.append(self.call(item))
+                continue
+            try:
+                parsed = parse_python_calls(item, limits=self._limits)
+            except ToolCallParseError as exc:
+                results.append(ToolResult(f"{ERROR_PREFIX}{exc}", "parse_error"))
+                continue
+            if len(parsed) != 1:
+                results.append(
+                    ToolResult(
+                        f"{ERROR_PREFIX}expected one call per string, got {len(parsed)}",
+                        "parse_error",
+                    )
+                )
+                continue
+            results.append(self.call(parsed[0]))
+        return results
+
+    def execute_texts(self, calls: Iterable[str | Call]) -> list[str]:
+        """Like :meth:`execute` but only the result strings (BFCL executor's first return value)."""
+        return [r.text for r in self.execute(calls)]
+
+
+def _is_error_dict(value: Any) -> bool:
+    return isinstance(value, dict) and "error" in value
+
+
+# ---------------------------------------------------------------------------------------------
+# CPython's TypeError wording for a call that does not fit the signature (nothing is called)
+# ---------------------------------------------------------------------------------------------
+
+
+def signature_error_message(
+    method: Callable[..., Any],
+    sig: inspect.Signature,
+    positional: Sequence[Any],
+    arguments: Mapping[str, Any],
+) -> str:
+    """The message CPython (3.10+) raises for this bad call, computed without calling anything."""
+    func = getattr(method, "__func__", method)
+    qual = f"{getattr(func, '__qualname__', getattr(func, '__name__', 'function'))}()"
+    offset = 1 if isinstance(method, types.MethodType) else 0
+    params = list(sig.parameters.values())
+    P = inspect.Parameter
+    pos_params = [p for p in params if p.kind in (P.POSITIONAL_ONLY, P.POSITIONAL_OR_KEYWORD)]
+    has_varargs = any(p.kind is P.VAR_POSITIONAL for p in params)
+    has_varkw = any(p.kind is P.VAR_KEYWORD for p in params)
+    by_name = {p.name: p for p in params}
+
+    filled = {p.name for p in pos_params[: len(positional)]}
+    for key in arguments:  # CPython checks keywords first, in the order given
+        p = by_name.get(key)
+        if p is None or p.kind in (P.VAR_POSITIONAL, P.VAR_KEYWORD, P.POSITIONAL_ONLY):
+            if has_varkw:
+                continue
+            if p is not None and p.kind is P.POSITIONAL_ONLY:
+                return (
+                    f"{qual} got some positional-only arguments passed as keyword arguments: "
+                    f"{key!r}"
+                )
+            return f"{qual} got an unexpected keyword argument {key!r}"
+        if key in filled:
+            return f"{qual} got multiple values for argument {key!r}"
+    if len(positional) > len(pos_params) and not has_varargs:
+        n_req = sum(p.default is P.empty for p in pos_params) + offset
+        n_all = len(pos_params) + offset
+        given = len(positional) + offset
+        takes = f"{n_all}" if n_req == n_all else f"from {n_req} to {n_all}"
+        plural = "argument" if n_all == 1 and n_req == n_all else "arguments"
+        was = "was" if given == 1 else "were"
+        return f"{qual} takes {takes} positional {plural} but {given} {was} given"
+    missing_pos = [
+        p.name
+        for p in pos_params[len(positional) :]
+        if p.default is P.empty and p.name not in arguments
+    ]
+    if missing_pos:
+        return f"{qual} missing {_count_names(missing_pos, 'positional')}"
+    missing_kw = [
+        p.name
+        for p in params
+        if p.kind is P.KEYWORD_ONLY and p.default is P.empty and p.name not in arguments
+    ]
+    if missing_kw:
+        return f"{qual} missing {_count_names(missing_kw, 'keyword-only')}"
+    return f"{qual} got arguments that do not match its signature {sig}"
+
+
+def _count_names(names: list[str], kind: str) -> str:
+    quoted = [repr(n) for n in names]
+    if len(quoted) == 1:
+        listed = quoted[0]
+    elif len(quoted) == 2:
+        listed = f"{quoted[0]} and {quoted[1]}"
+    else:
+        listed = ", ".join(quoted[:-1]) + f", and {quoted[-1]}"
+    noun = "argument" if len(names) == 1 else "arguments"
+    return f"{len(names)} required {kind} {noun}: {listed}"
