@@ -54,7 +54,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         if debug:
             raise
         print(
-            f"aworld-run: error: {type(exc).__name__}: {exc} (rerun with --debug for the traceback)",
+            f"aworld-run: error: {type(exc).__name__}: {exc} "
+            "(rerun with --debug for the traceback)",
             file=sys.stderr,
         )
         return 1
@@ -132,7 +133,7 @@ def _run(name: str, argv: list[str], *, show_only: bool) -> int:
     except KeyboardInterrupt:
         print(
             "aworld-run: interrupted; the run directory records it (status.json). Resume with "
-            f"--output-dir <dir> --resume",
+            "--output-dir <dir> --resume",
             file=sys.stderr,
         )
         return 130
@@ -157,17 +158,12 @@ def _print_recipe_help(entry: plugins.RecipeEntry) -> None:
 
 
 def _print_summary(name: str, run_dir: Path, result) -> None:
-    from rich.console import Console
-    from rich.table import Table
-
-    console = Console()
-    table = Table(title=f"{name}: done", show_header=False)
-    table.add_row("run directory", str(run_dir))
+    print(f"\n{name}: completed")
+    print(f"  run directory: {run_dir}")
     for key, path in result.outputs.items():
-        table.add_row(key, str(path))
+        print(f"  {key}: {path}")
     for key, value in list(result.metrics.items())[:12]:
-        table.add_row(key, f"{value:.4g}" if isinstance(value, float) else str(value))
-    console.print(table)
+        print(f"  {key}: {value:.4g}" if isinstance(value, float) else f"  {key}: {value}")
 
 
 if __name__ == "__main__":

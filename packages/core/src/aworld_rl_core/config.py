@@ -40,7 +40,9 @@ def load_config(
     for item in overrides:
         key, sep, value = item.partition("=")
         if not sep or not key.strip():
-            raise ConfigError(f"override '{item}' is not key=value (e.g. trainer.learning_rate=1e-6)")
+            raise ConfigError(
+                f"override '{item}' is not key=value (e.g. trainer.learning_rate=1e-6)"
+            )
         data = merge(data, _nest(key.strip().split("."), yaml.safe_load(value) if value else ""))
     return from_dict(cls, data)
 
@@ -63,11 +65,14 @@ def preset_path(presets: str | None, preset: str) -> Path:
 
 
 def list_presets(presets: str | None) -> dict[str, Path]:
-    """Preset name -> file, from ``"package:relative/dir"``."""
+    """Preset name -> file, from ``"package:relative/dir"`` (package data) or a directory path."""
     if not presets:
         return {}
-    package, _, subdir = presets.partition(":")
-    root = resources.files(package).joinpath(subdir)
+    if Path(presets).is_dir():
+        root: Any = Path(presets)
+    else:
+        package, _, subdir = presets.partition(":")
+        root = resources.files(package).joinpath(subdir)
     if not root.is_dir():
         return {}
     found = {}

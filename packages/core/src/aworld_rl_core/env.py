@@ -6,8 +6,9 @@ gives an error observation and a format penalty, never an exception out of ``ste
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import Any, Mapping, Protocol, runtime_checkable
+from typing import Any, Protocol, runtime_checkable
 
 Message = dict[str, Any]
 

@@ -5,7 +5,9 @@ from aworld_rl_core.hookspecs import hookimpl
 
 @hookimpl
 def register_trainers(register):
-    register("trl", "aworld_rl_core.backends.trl_grpo:TrlGrpoBackend", help="TRL GRPO (CPU / 1 GPU)")
+    register(
+        "trl", "aworld_rl_core.backends.trl_grpo:TrlGrpoBackend", help="TRL GRPO (CPU / 1 GPU)"
+    )
     register("hf-sft", "aworld_rl_core.backends.hf_sft:HfSftBackend", help="transformers SFT")
     register("verl", "aworld_rl_core.backends.verl.backend:VerlBackend", help="verl on Ray (GPU)")
     register(

@@ -123,7 +123,9 @@ def _register_callback(registry: Registry, kind: str, plugin: str):
             registry.add(RecipeEntry(kind, name, run, plugin, help, meta))
         else:
             if target is None:
-                raise PluginError(f"plugin '{plugin}' registered {kind[:-1]} '{name}' without target")
+                raise PluginError(
+                    f"plugin '{plugin}' registered {kind[:-1]} '{name}' without target"
+                )
             registry.add(Entry(kind, name, target, plugin, help, meta))
 
     return register
@@ -133,8 +135,10 @@ def _disabled() -> set[str]:
     return {p.strip() for p in os.environ.get(DISABLE_ENV, "").split(",") if p.strip()}
 
 
-def build_registry(extra: Sequence[tuple[str, object]] = (), *, entry_points: bool = True) -> Registry:
-    """Load the ``aworld_rl`` entry points (and ``extra`` (name, module) plugins) into a registry."""
+def build_registry(
+    extra: Sequence[tuple[str, object]] = (), *, entry_points: bool = True
+) -> Registry:
+    """Load the ``aworld_rl`` entry points and ``extra`` (name, plugin) pairs into a registry."""
     pm = pluggy.PluginManager(hookspecs.PROJECT)
     pm.add_hookspecs(hookspecs)
     registry = Registry()

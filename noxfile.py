@@ -1,0 +1,134 @@
+"""nox sessions. Packages are found from packages/*/pyproject.toml; a new one needs no edit here.
+
+nox                                  lint + every package's CPU tests (what CI runs)
+nox -s "tests(package='core')"       one package's tests
+nox -s benchmarks -- core            a package's benchmarks (not default)
+nox -s quickstart                    the README's main job
+nox -s new_package -- my_paper       start a package from packages/_template
+"""
+
+from __future__ import annotations
+
+import shutil
+from pathlib import Path
+
+import nox
+
+ROOT = Path(__file__).parent
+PACKAGES = sorted(
+    p.parent.name
+    for p in ROOT.glob("packages/*/pyproject.toml")
+    if not p.parent.name.startswith("_")
+)
+TORCH = "torch==2.13.0"  # install first: pip takes the CPU build from the local wheel folder
+NO_TESTS = 5  # pytest's exit code when nothing was collected
+
+nox.options.default_venv_backend = "virtualenv"
+nox.options.reuse_venv = "yes"
+nox.options.sessions = ["lint", "tests", "tests_verl", "tests_llamafactory"]
+
+
+def _install_package(session: nox.Session, package: str) -> None:
+    session.install(TORCH)
+    session.install("-e", "packages/core[test]")
+    if package != "core":
+        session.install("-e", f"packages/{package}[test]")
+
+
+@nox.session
+@nox.parametrize("package", PACKAGES)
+def tests(session: nox.Session, package: str) -> None:
+    """CPU tests of one package, in its own venv (slow tests with `-- --runslow`)."""
+    _install_package(session, package)
+    session.run(
+        "pytest",
+        f"packages/{package}/tests",
+        "--ignore=packages/core/tests/verl",
+        "--ignore=packages/core/tests/llamafactory",
+        "-q",
+        *session.posargs,
+        success_codes=[0, NO_TESTS],
+        env={"HF_HUB_OFFLINE": "1", "TRANSFORMERS_OFFLINE": "1", "TOKENIZERS_PARALLELISM": "false"},
+    )
+
+
+@nox.session
+def tests_verl(session: nox.Session) -> None:
+    """The verl backend's CPU tests, in a venv with verl[verl-core] (GPU runs are separate)."""
+    session.install(TORCH)
+    session.install("-e", "packages/core[verl,test-verl]")
+    session.run(
+        "pytest",
+        "packages/core/tests/verl",
+        "-q",
+        *session.posargs,
+        success_codes=[0, NO_TESTS],
+        env={"HF_HUB_OFFLINE": "1", "TOKENIZERS_PARALLELISM": "false"},
+    )
+
+
+@nox.session
+def tests_llamafactory(session: nox.Session) -> None:
+    """The LLaMA-Factory backend's tests in its own venv (its pins conflict with TRL's)."""
+    session.install(TORCH)
+    session.install(
+        "-c",
+        "packages/core/constraints/llamafactory.txt",
+        "-e",
+        "packages/core[llamafactory,test-llamafactory]",
+    )
+    session.run("pip", "uninstall", "-y", "torchvision", "torchaudio", success_codes=[0, 1])
+    session.run(
+        "pytest",
+        "packages/core/tests/llamafactory",
+        "-q",
+        *session.posargs,
+        success_codes=[0, NO_TESTS],
+        env={"HF_HUB_OFFLINE": "1", "TOKENIZERS_PARALLELISM": "false"},
+    )
+
+
+@nox.session
+def lint(session: nox.Session) -> None:
+    """ruff check and format check over the whole repository."""
+    session.install("ruff")
+    session.run("ruff", "check", ".")
+    session.run("ruff", "format", "--check", ".")
+
+
+@nox.session(default=False)
+def benchmarks(session: nox.Session) -> None:
+    """Run a package's benchmarks/*.py: `nox -s benchmarks -- core`."""
+    package = session.posargs[0] if session.posargs else "core"
+    _install_package(session, package)
+    for script in sorted((ROOT / "packages" / package / "benchmarks").glob("*.py")):
+        session.run("python", str(script), *session.posargs[1:])
+
+
+@nox.session(default=False)
+def quickstart(session: nox.Session) -> None:
+    """The README's main job: core's BFCL check on the tiny-cpu preset."""
+    _install_package(session, "core")
+    session.run("aworld-run", "core.bfcl-check", "--preset", "tiny-cpu", *session.posargs)
+
+
+@nox.session(default=False, python=False, name="new_package")
+def new_package(session: nox.Session) -> None:
+    """Create packages/NAME from packages/_template: `nox -s new_package -- my_paper`."""
+    if not session.posargs:
+        session.error("usage: nox -s new_package -- NAME (a python identifier, e.g. my_paper)")
+    name = session.posargs[0]
+    if not name.isidentifier():
+        session.error(f"'{name}' is not a python identifier")
+    target = ROOT / "packages" / name
+    if target.exists():
+        session.error(f"{target} already exists")
+    shutil.copytree(ROOT / "packages" / "_template", target)
+    for path in sorted(target.rglob("*"), reverse=True):
+        if "mypaper" in path.name:
+            path = path.rename(path.with_name(path.name.replace("mypaper", name)))
+        if path.is_file():
+            text = path.read_text(encoding="utf-8")
+            text = text.replace("aworld-rl-mypaper", "aworld-rl-" + name.replace("_", "-"))
+            path.write_text(text.replace("mypaper", name), encoding="utf-8")
+    session.log(f"created {target}; run: nox -s \"tests(package='{name}')\"")

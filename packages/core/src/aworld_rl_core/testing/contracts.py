@@ -1,0 +1,181 @@
+"""Contract tests every package inherits (subclass, set the class attributes, done).
+
+class TestPlugin(PluginContract):
+    plugin = "funreason"
+    expected = {"recipes": ["funreason.sft"], "rewards": ["funreason.ast"]}
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import subprocess
+import sys
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+from typing import Any, ClassVar
+
+import pytest
+
+from aworld_rl_core import plugins
+from aworld_rl_core.config import describe, list_presets, load_config, to_dict, to_yaml
+from aworld_rl_core.env import Environment, Step
+from aworld_rl_core.recipe import RunResult, execute
+
+HEAVY_MODULES = ("torch", "transformers", "trl", "verl", "bfcl_eval", "faiss", "vllm")
+
+
+class PluginContract:
+    """The package's entry point loads, registers what it should and imports nothing heavy."""
+
+    plugin: ClassVar[str]
+    expected: ClassVar[Mapping[str, Sequence[str]]] = {}
+
+    def test_entry_point_loads(self) -> None:
+        reg = plugins.build_registry()
+        info = {p.name: p for p in reg.plugins}
+        assert self.plugin in info, f"no aworld_rl entry point named '{self.plugin}'"
+        assert info[self.plugin].error is None, info[self.plugin].error
+
+    def test_registers_expected_names(self) -> None:
+        reg = plugins.build_registry()
+        for kind, names in self.expected.items():
+            mine = {n for n, e in reg.entries[kind].items() if e.plugin == self.plugin}
+            assert set(names) <= mine, f"{kind}: missing {sorted(set(names) - mine)}"
+            assert all(n.startswith(f"{self.plugin}.") for n in mine if kind != "trainers")
+
+    def test_plugin_import_is_light(self) -> None:
+        code = (
+            "import importlib.metadata as md, json, sys\n"
+            "eps = md.entry_points(group='aworld_rl')\n"
+            f"next(e for e in eps if e.name == {self.plugin!r}).load()\n"
+            "import aworld_rl_core.cli\n"
+            f"print(json.dumps([m for m in {list(HEAVY_MODULES)!r} if m in sys.modules]))\n"
+        )
+        out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
+        assert out.returncode == 0, out.stderr
+        assert json.loads(out.stdout.strip().splitlines()[-1]) == []
+
+
+class RecipeContract:
+    """Every preset loads and validates; fields are documented; ``tiny-cpu`` runs end to end."""
+
+    recipe: ClassVar[str]
+    run_tiny_cpu: ClassVar[bool] = True
+    tiny_cpu_overrides: ClassVar[Sequence[str]] = ()
+
+    def entry(self) -> plugins.RecipeEntry:
+        return plugins.get_recipe(self.recipe)
+
+    def check_result(self, result: RunResult, run_dir: Path) -> None:
+        """Override to assert on the tiny-cpu run's metrics and outputs."""
+
+    def test_config_is_frozen_dataclass_with_help(self) -> None:
+        cls = self.entry().config_cls()
+        assert dataclasses.is_dataclass(cls)
+        assert cls.__dataclass_params__.frozen  # type: ignore[attr-defined]
+        undocumented = [doc.key for doc in describe(cls) if not doc.help]
+        assert not undocumented, f"fields without help: {undocumented}"
+
+    def test_presets_load_and_round_trip(self, tmp_path: Path) -> None:
+        entry = self.entry()
+        presets = list_presets(entry.presets)
+        assert "tiny-cpu" in presets, "every recipe ships a tiny-cpu preset"
+        cls = entry.config_cls()
+        for name in presets:
+            cfg = load_config(cls, preset=name, presets=entry.presets)
+            saved = tmp_path / f"{name}.yaml"
+            saved.write_text(to_yaml(cfg), encoding="utf-8")
+            again = load_config(cls, config_file=saved)
+            assert to_dict(again) == to_dict(cfg)
+
+    def test_tiny_cpu_runs(self, tmp_path: Path, aworld_home: Path) -> None:
+        if not self.run_tiny_cpu:
+            pytest.skip("this recipe's tiny-cpu run is tested elsewhere")
+        entry = self.entry()
+        cfg = load_config(
+            entry.config_cls(),
+            preset="tiny-cpu",
+            presets=entry.presets,
+            overrides=self.tiny_cpu_overrides,
+        )
+        result, run = execute(
+            self.recipe, entry.run_fn(), cfg, output_dir=tmp_path / "run", quiet=True
+        )
+        status = json.loads((run.dir / "status.json").read_text())
+        assert status["status"] == "completed"
+        assert (run.dir / "config.yaml").exists() and (run.dir / "report.md").exists()
+        self.check_result(result, run.dir)
+
+
+class EnvironmentContract:
+    """The Environment protocol: messages out, never an exception on model text."""
+
+    hostile_texts: ClassVar[Sequence[str]] = (
+        "",
+        "<think>unclosed",
+        "__import__('os').system('echo pwned')",
+        '<tool_call>[{"name": "_private", "arguments": {}}]</tool_call>',
+        "\x00" * 64,
+        "[" * 5000,
+    )
+
+    def make_env(self) -> Environment:
+        raise NotImplementedError("return a fresh environment for one episode")
+
+    def task(self) -> Mapping[str, Any] | None:
+        return None
+
+    def test_reset_returns_messages(self) -> None:
+        env = self.make_env()
+        try:
+            messages = env.reset(self.task())
+            assert messages and all(isinstance(m, dict) and "role" in m for m in messages)
+        finally:
+            env.close()
+
+    def test_hostile_text_never_raises(self) -> None:
+        for text in self.hostile_texts:
+            env = self.make_env()
+            try:
+                env.reset(self.task())
+                step = env.step(text)
+                assert isinstance(step, Step)
+                assert step.done or step.observation, "a bad step must say what went wrong"
+                assert isinstance(step.reward, float)
+            finally:
+                env.close()
+
+
+class RewardContract:
+    """A reward function: TRL's shape, hand-computed values, no exception on garbage."""
+
+    reward: ClassVar[str]
+    # (completions, columns, expected rewards)
+    examples: ClassVar[Sequence[tuple[list[Any], dict[str, list[Any]], list[float]]]] = ()
+
+    def test_examples(self) -> None:
+        fn = plugins.get_reward(self.reward)
+        assert self.examples, "give at least one hand-computed example"
+        for completions, columns, expected in self.examples:
+            got = fn(completions, **columns)
+            assert got == pytest.approx(expected)
+
+    def test_garbage_completions_score(self) -> None:
+        fn = plugins.get_reward(self.reward)
+        completions, columns, _ = self.examples[0]
+        garbage = ["\x00<think>", "}{"][: len(completions)] + [""] * max(0, len(completions) - 2)
+        got = fn(garbage, **columns)
+        assert len(got) == len(completions) and all(isinstance(x, float) for x in got)
+
+
+class BackendContract:
+    """A registered backend is a class with the registered ``name`` and ``train(job)``."""
+
+    backend: ClassVar[str]
+
+    def test_backend_shape(self) -> None:
+        cls = plugins.get_trainer(self.backend)
+        instance = cls()
+        assert instance.name == self.backend
+        assert callable(instance.train)
