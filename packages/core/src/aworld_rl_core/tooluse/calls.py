@@ -58,7 +58,7 @@ class Call:
     positional: tuple[Any, ...] = ()
 
     def to_dict(self) -> dict[str, Any]:
-        """The JSON-call form ``{"name": ..., "arguments": {...}}`` (positional args must be bound)."""
+        """The JSON form ``{"name": ..., "arguments": {...}}`` (positional args must be bound)."""
         if self.positional:
             raise ValueError(
                 f"call {self.name!r} has positional arguments; bind them to names first "
@@ -201,7 +201,7 @@ def _literal(node: ast.expr, budget: _Budget, depth: int) -> Any:
         return tuple(_literal(e, budget, depth + 1) for e in node.elts)
     if isinstance(node, ast.Dict):
         out: dict[Any, Any] = {}
-        for k, v in zip(node.keys, node.values):
+        for k, v in zip(node.keys, node.values, strict=True):
             if k is None:
                 raise ToolCallParseError("dict unpacking (**) is not allowed in arguments")
             key = _literal(k, budget, depth + 1)
@@ -257,7 +257,7 @@ def bind_positional(call: Call, param_names: Sequence[str]) -> Call:
             f"at most {len(param_names)} ({', '.join(param_names) or 'none'})"
         )
     bound: dict[str, Any] = {}
-    for pname, value in zip(param_names, call.positional):
+    for pname, value in zip(param_names, call.positional, strict=False):
         if pname in call.arguments:
             raise ToolCallParseError(f"{call.name}: got multiple values for argument {pname!r}")
         bound[pname] = value
