@@ -1,0 +1,218 @@
+"""An async client for OpenAI-compatible chat endpoints (vLLM, SGLang, hosted providers)."""
+
+from __future__ import annotations
+
+import json
+import os
+from typing import Any
+
+from aworld_rl_core.llm.base import BaseLLMClient
+from aworld_rl_core.llm.errors import (
+    LLMConnectionError,
+    LLMHTTPError,
+    LLMResponseError,
+    LLMTimeoutError,
+)
+from aworld_rl_core.llm.retry import RetryableError, RetryPolicy, parse_retry_after, retry_async
+from aworld_rl_core.llm.types import Completion, Message
+
+RETRY_STATUSES = frozenset({408, 409, 425, 429})
+SNIPPET = 300
+
+
+def _snippet(text: str) -> str:
+    text = text.strip()
+    return text if len(text) <= SNIPPET else text[:SNIPPET] + "..."
+
+
+def _error_detail(text: str) -> str:
+    """The server's error message from a JSON error body, else a snippet of the raw body."""
+    try:
+        data = json.loads(text)
+    except ValueError:
+        return _snippet(text)
+    if isinstance(data, dict):
+        err = data.get("error", data)
+        if isinstance(err, dict):
+            for field in ("message", "detail", "msg"):
+                if isinstance(err.get(field), str):
+                    return _snippet(err[field])
+        elif isinstance(err, str):
+            return _snippet(err)
+    return _snippet(text)
+
+
+class OpenAIClient(BaseLLMClient):
+    """POSTs to ``<base_url>/chat/completions`` with httpx.
+
+    Timeouts, dropped connections, refused connections, 408/409/425/429 and 5xx are retried
+    with exponential backoff and jitter (``Retry-After`` honoured); other 4xx and 200 answers
+    that are not a chat completion raise at once, naming the endpoint. The API key comes from
+    ``api_key`` or the environment variable ``api_key_env`` (no header when neither is set, as
+    local vLLM/SGLang servers need none). ``extra_body`` is merged into every request (e.g.
+    ``{"chat_template_kwargs": {"enable_thinking": False}}`` for Qwen3 on vLLM).
+    """
+
+    def __init__(
+        self,
+        *,
+        base_url: str,
+        model: str,
+        api_key: str | None = None,
+        api_key_env: str | None = "OPENAI_API_KEY",
+        concurrency: int = 32,
+        timeout_s: float = 120.0,
+        retry: RetryPolicy | None = None,
+        defaults: dict[str, Any] | None = None,
+        extra_body: dict[str, Any] | None = None,
+        headers: dict[str, str] | None = None,
+    ) -> None:
+        super().__init__(model, concurrency=concurrency, defaults=defaults)
+        if not base_url.startswith(("http://", "https://")):
+            raise ValueError(
+                f"base_url must start with http:// or https://, got {base_url!r} "
+                "(e.g. http://127.0.0.1:8000/v1 for a local vLLM server)"
+            )
+        if timeout_s <= 0:
+            raise ValueError(f"timeout_s must be > 0, got {timeout_s}")
+        self.base_url = base_url.rstrip("/")
+        self.endpoint = f"{self.base_url}/chat/completions"
+        self.timeout_s = timeout_s
+        self.retry = retry or RetryPolicy()
+        self.extra_body = dict(extra_body or {})
+        self.api_key_env = api_key_env
+        key = api_key or (os.environ.get(api_key_env) if api_key_env else None)
+        self._headers = dict(headers or {})
+        if key:
+            self._headers["Authorization"] = f"Bearer {key}"
+
+    def _http(self) -> Any:
+        state = self._loop_state()
+        client = state.get("http")
+        if client is None:
+            import httpx
+
+            client = httpx.AsyncClient(
+                timeout=httpx.Timeout(self.timeout_s, connect=min(self.timeout_s, 30.0)),
+                limits=httpx.Limits(
+                    max_connections=self.concurrency, max_keepalive_connections=self.concurrency
+                ),
+                headers=self._headers,
+            )
+            state["http"] = client
+        return client
+
+    async def aclose(self) -> None:
+        import asyncio
+
+        state = self._states.get(asyncio.get_running_loop())
+        if state and state.get("http") is not None:
+            await state["http"].aclose()
+        await super().aclose()
+
+    async def _chat(
+        self, messages: list[Message], tools: list[dict[str, Any]] | None, sampling: dict[str, Any]
+    ) -> Completion:
+        body: dict[str, Any] = {**self.extra_body, **sampling, "model": self.model}
+        body["messages"] = messages
+        if tools:
+            body["tools"] = tools
+        if body.get("stream"):
+            raise ValueError("streaming is not supported by OpenAIClient; drop 'stream'")
+        http = self._http()
+        return await retry_async(lambda: self._attempt(http, body), self.retry)
+
+    async def _attempt(self, http: Any, body: dict[str, Any]) -> Completion:
+        import httpx
+
+        attempts = f"gave up after {self.retry.max_retries + 1} attempts"
+        try:
+            response = await http.post(self.endpoint, json=body)
+        except httpx.TimeoutException as err:
+            raise RetryableError(
+                LLMTimeoutError(
+                    f"{self.endpoint} did not answer within {self.timeout_s:g} s "
+                    f"({type(err).__name__}; {attempts}): raise timeout_s or check the server load"
+                )
+            ) from None
+        except httpx.ConnectError as err:
+            raise RetryableError(
+                LLMConnectionError(
+                    f"cannot reach {self.endpoint}: is the server running? "
+                    f"({type(err).__name__}: {err}; {attempts})"
+                )
+            ) from None
+        except (httpx.NetworkError, httpx.RemoteProtocolError) as err:
+            raise RetryableError(
+                LLMConnectionError(
+                    f"connection to {self.endpoint} dropped before a full response "
+                    f"({type(err).__name__}: {err}; {attempts})"
+                )
+            ) from None
+        except httpx.TransportError as err:
+            raise LLMConnectionError(
+                f"cannot talk to {self.endpoint}: {type(err).__name__}: {err}"
+            ) from None
+        status = response.status_code
+        if status == 200:
+            return self._parse(response.text)
+        detail = _error_detail(response.text)
+        if status in RETRY_STATUSES or status >= 500:
+            raise RetryableError(
+                LLMHTTPError(
+                    f"HTTP {status} from {self.endpoint} ({attempts}): {detail}",
+                    status=status,
+                    endpoint=self.endpoint,
+                    body=response.text,
+                ),
+                retry_after=parse_retry_after(response.headers.get("retry-after")),
+            )
+        hint = ""
+        if status in (401, 403):
+            hint = f" (check the API key: set ${self.api_key_env} or api_key)"
+        elif status == 404:
+            hint = " (check base_url, usually ending in /v1, and the model name)"
+        raise LLMHTTPError(
+            f"HTTP {status} from {self.endpoint}: {detail}{hint}",
+            status=status,
+            endpoint=self.endpoint,
+            body=response.text,
+        )
+
+    def _parse(self, text: str) -> Completion:
+        def bad(reason: str) -> LLMResponseError:
+            return LLMResponseError(
+                f"{self.endpoint} answered 200 with a body that is not an OpenAI chat completion "
+                f"({reason}): {_snippet(text)!r}"
+            )
+
+        try:
+            data = json.loads(text)
+        except ValueError:
+            raise bad("not JSON") from None
+        if not isinstance(data, dict):
+            raise bad("not a JSON object")
+        if "error" in data and "choices" not in data:
+            raise bad(f"error: {_error_detail(text)}")
+        choices = data.get("choices")
+        if not isinstance(choices, list) or not choices or not isinstance(choices[0], dict):
+            raise bad("no choices")
+        message = choices[0].get("message")
+        if not isinstance(message, dict):
+            raise bad("choices[0] has no message")
+        content = message.get("content")
+        if content is not None and not isinstance(content, str):
+            raise bad("message content is not a string")
+        tool_calls = message.get("tool_calls") or None
+        if tool_calls is not None and not isinstance(tool_calls, list):
+            raise bad("tool_calls is not a list")
+        reasoning = message.get("reasoning_content") or message.get("reasoning")
+        usage = data.get("usage") if isinstance(data.get("usage"), dict) else {}
+        return Completion(
+            text=content or "",
+            model=str(data.get("model") or self.model),
+            finish_reason=choices[0].get("finish_reason"),
+            tool_calls=tool_calls,
+            reasoning=reasoning if isinstance(reasoning, str) else None,
+            usage={k: v for k, v in usage.items() if isinstance(v, int)},
+        )
