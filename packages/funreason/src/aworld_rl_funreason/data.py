@@ -1,0 +1,234 @@
+"""FunReason samples: readers (xLAM JSON/JSONL, BFCL single-turn), the target format and exports.
+
+The target is ``<think>\\n{reasoning}\\n</think>\\n\\n[f(a=1, b='x')]``: the reasoning, then
+BFCL's python call list (keyword arguments, strings quoted). A sample whose reference is not a
+call (a statement) keeps its text after the reasoning.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterable, Iterator, Mapping, Sequence
+from dataclasses import asdict, dataclass, field, replace
+from pathlib import Path
+from typing import Any
+
+from aworld_rl_core.tooluse.calls import (
+    Call,
+    ToolCallParseError,
+    format_python_calls,
+    parse_json_calls,
+    parse_python_calls,
+)
+
+from aworld_rl_funreason.schema import xlam_tool_to_schema
+
+THINK_OPEN, THINK_CLOSE = "<think>", "</think>"
+
+
+@dataclass(frozen=True)
+class FcSample:
+    """One function-calling sample: the user query, tool docs (JSON Schema), the reference
+    answer text (a python call list, or a statement), optional reasoning and metadata."""
+
+    id: str
+    query: str
+    tools: list[dict[str, Any]]
+    answer: str
+    reasoning: str | None = None
+    meta: dict[str, Any] = field(default_factory=dict)
+
+    def to_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+    @classmethod
+    def from_dict(cls, data: Mapping[str, Any]) -> FcSample:
+        missing = [k for k in ("id", "query", "tools", "answer") if k not in data]
+        if missing:
+            raise ValueError(f"sample record lacks {missing}: {str(dict(data))[:160]}")
+        return cls(
+            id=str(data["id"]),
+            query=str(data["query"]),
+            tools=list(data["tools"]),
+            answer=str(data["answer"]),
+            reasoning=data.get("reasoning"),
+            meta=dict(data.get("meta") or {}),
+        )
+
+    def with_(self, **changes: Any) -> FcSample:
+        return replace(self, **changes)
+
+    def target(self) -> str:
+        """The SFT target text (reasoning block, then the answer)."""
+        return render_target(self.reasoning, self.answer)
+
+
+def render_target(reasoning: str | None, answer: str | Sequence[Call]) -> str:
+    """``<think>\\n...\\n</think>\\n\\n<answer>``; ``answer`` is text or a list of calls."""
+    text = answer if isinstance(answer, str) else format_python_calls(answer)
+    if reasoning is None:
+        return text
+    return f"{THINK_OPEN}\n{reasoning.strip()}\n{THINK_CLOSE}\n\n{text}"
+
+
+def split_response(text: str) -> tuple[str | None, str]:
+    """Split model text into (reasoning, answer): everything through the last ``</think>`` is
+    reasoning (BFCL scoring strips it); without ``</think>`` there is no reasoning."""
+    head, sep, tail = text.rpartition(THINK_CLOSE)
+    if not sep:
+        return None, text.strip()
+    reasoning = head.split(THINK_OPEN, 1)[-1] if THINK_OPEN in head else head
+    return reasoning.strip(), tail.strip()
+
+
+def answer_from_xlam(answers: Any) -> str:
+    """xLAM ``answers`` (a JSON list of {name, arguments}, as text or loaded) as a python call
+    list; text that is not such JSON is kept verbatim (the refinement stages judge it)."""
+    if isinstance(answers, str):
+        try:
+            loaded = json.loads(answers)
+        except json.JSONDecodeError:
+            return answers
+    else:
+        loaded = answers
+    try:
+        return format_python_calls(parse_json_calls(loaded))
+    except ToolCallParseError:
+        return answers if isinstance(answers, str) else json.dumps(answers)
+
+
+def _load_json_field(value: Any, what: str, sample_id: str) -> Any:
+    if not isinstance(value, str):
+        return value
+    try:
+        return json.loads(value)
+    except json.JSONDecodeError as exc:
+        raise ValueError(f"sample {sample_id}: '{what}' is not valid JSON ({exc.msg})") from None
+
+
+def sample_from_xlam(record: Mapping[str, Any], index: int = 0) -> FcSample:
+    """An xLAM record ``{id, query, tools, answers}`` (tools/answers as JSON text or loaded)."""
+    missing = [k for k in ("query", "tools", "answers") if k not in record]
+    if missing:
+        raise ValueError(
+            f"xLAM record #{index} lacks {missing}; expected keys id, query, tools, answers"
+        )
+    sample_id = str(record.get("id", index))
+    tools = _load_json_field(record["tools"], "tools", sample_id)
+    if not isinstance(tools, list):
+        raise ValueError(f"sample {sample_id}: 'tools' must be a list of tool docs")
+    reasoning = record.get("reasoning") or record.get("cot")
+    return FcSample(
+        id=sample_id,
+        query=str(record["query"]),
+        tools=[xlam_tool_to_schema(t) for t in tools],
+        answer=answer_from_xlam(record["answers"]),
+        reasoning=reasoning,
+        meta={"source": "xlam"},
+    )
+
+
+def iter_json_records(path: str | Path) -> Iterator[dict[str, Any]]:
+    """Records of a JSON list file or a JSONL file."""
+    path = Path(path)
+    if not path.exists():
+        raise FileNotFoundError(f"data file '{path}' does not exist")
+    text = path.read_text(encoding="utf-8")
+    stripped = text.lstrip()
+    if stripped.startswith("["):
+        data = json.loads(text)
+        yield from data
+        return
+    for lineno, line in enumerate(text.splitlines(), 1):
+        if not line.strip():
+            continue
+        try:
+            yield json.loads(line)
+        except json.JSONDecodeError as exc:
+            raise ValueError(f"{path}:{lineno}: not a JSON line ({exc.msg})") from None
+
+
+def read_xlam(path: str | Path, limit: int | None = None) -> list[FcSample]:
+    """xLAM-style samples from a local JSON or JSONL file."""
+    out: list[FcSample] = []
+    for i, rec in enumerate(iter_json_records(path)):
+        if limit is not None and i >= limit:
+            break
+        out.append(sample_from_xlam(rec, i))
+    return out
+
+
+def read_samples(path: str | Path, limit: int | None = None) -> list[FcSample]:
+    """Samples from JSON/JSONL in our own format (``FcSample.to_dict``) or xLAM's."""
+    out: list[FcSample] = []
+    for i, rec in enumerate(iter_json_records(path)):
+        if limit is not None and i >= limit:
+            break
+        out.append(sample_from_xlam(rec, i) if "answers" in rec else FcSample.from_dict(rec))
+    return out
+
+
+def bfcl_user_query(question: Any) -> str:
+    """The user text of a single-turn BFCL ``question`` (``[[{role, content}, ...]]``)."""
+    turns = question[0] if question and isinstance(question[0], list) else question
+    users = [m.get("content", "") for m in turns if m.get("role") == "user"]
+    if not users:
+        raise ValueError("BFCL question holds no user message")
+    return "\n".join(users)
+
+
+def bfcl_ground_truth_calls(ground_truth: Iterable[Mapping[str, Any]]) -> list[Call]:
+    """One concrete call list from BFCL ``possible_answer`` (first allowed value per argument;
+    optional arguments whose allowed values include ``""`` are left out)."""
+
+    def first(values: Any) -> tuple[bool, Any]:
+        if not isinstance(values, list):
+            return True, values
+        concrete = [v for v in values if v != ""]
+        if not concrete:
+            return False, None
+        value = concrete[0]
+        if isinstance(value, dict):
+            nested = {k: first(v) for k, v in value.items()}
+            value = {k: v for k, (keep, v) in nested.items() if keep}
+        return True, value
+
+    calls: list[Call] = []
+    for item in ground_truth:
+        for name, args in item.items():
+            chosen = {k: first(v) for k, v in args.items()}
+            calls.append(
+                Call(name=name, arguments={k: v for k, (keep, v) in chosen.items() if keep})
+            )
+    return calls
+
+
+def sample_from_bfcl(
+    raw: Mapping[str, Any], ground_truth: Sequence[Mapping[str, Any]] | None
+) -> FcSample:
+    """A single-turn BFCL entry (``id``, ``question``, ``function``) and its possible answer."""
+    answer = format_python_calls(bfcl_ground_truth_calls(ground_truth)) if ground_truth else "[]"
+    return FcSample(
+        id=str(raw["id"]),
+        query=bfcl_user_query(raw["question"]),
+        tools=list(raw["function"]),
+        answer=answer,
+        meta={"source": "bfcl"},
+    )
+
+
+def parse_answer_calls(answer: str) -> list[Call]:
+    """The calls of a reference answer (raises ToolCallParseError when it is not a call list)."""
+    return parse_python_calls(answer)
+
+
+def write_jsonl(path: str | Path, rows: Iterable[Mapping[str, Any]]) -> int:
+    """Write rows as JSONL; returns the count."""
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    n = 0
+    with path.open("w", encoding="utf-8") as fh:
+        for row in rows:
+            fh.write(json.dumps(row, ensure_ascii=False) + "\n")
+            n += 1
+    return n
