@@ -5,8 +5,9 @@ import pytest
 
 sys.path.insert(0, str(Path(__file__).parent))  # the tests' helper modules (demo_plugin)
 
-from aworld_rl_core import plugins
 from demo_plugin import DemoPlugin
+
+from aworld_rl_core import plugins
 
 
 @pytest.fixture

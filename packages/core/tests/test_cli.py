@@ -3,6 +3,7 @@ import subprocess
 import sys
 
 import yaml
+
 from aworld_rl_core import cli
 
 

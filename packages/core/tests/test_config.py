@@ -3,10 +3,11 @@ from pathlib import Path
 
 import pytest
 import yaml
+from demo_plugin import CountConfig, Optim
+
 from aworld_rl_core.backends.config import TrainerConfig
 from aworld_rl_core.config import describe, from_dict, load_config, to_dict, to_yaml
 from aworld_rl_core.errors import ConfigError
-from demo_plugin import CountConfig, Optim
 
 PRESETS = str(Path(__file__).parent / "demo_presets")
 

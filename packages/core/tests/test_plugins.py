@@ -1,9 +1,10 @@
 import importlib.metadata as md
 
 import pytest
+from demo_plugin import DemoPlugin
+
 from aworld_rl_core import hookimpl, plugins
 from aworld_rl_core.errors import PluginError
-from demo_plugin import DemoPlugin
 
 
 def test_core_registers_backends_and_recipes():
