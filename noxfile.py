@@ -21,6 +21,8 @@ PACKAGES = sorted(
     if not p.parent.name.startswith("_")
 )
 TORCH = "torch==2.13.0"  # install first: pip takes the CPU build from the local wheel folder
+# bfcl-eval goes in with --no-deps (it pins numpy 1.26 and every vendor SDK); core[bfcl] has its needs
+BFCL = "bfcl-eval==2026.3.23"
 NO_TESTS = 5  # pytest's exit code when nothing was collected
 
 nox.options.default_venv_backend = "virtualenv"
@@ -31,6 +33,7 @@ nox.options.sessions = ["lint", "tests", "tests_verl", "tests_llamafactory"]
 def _install_package(session: nox.Session, package: str) -> None:
     session.install(TORCH)
     session.install("-e", "packages/core[test]")
+    session.install("--no-deps", BFCL)
     if package != "core":
         session.install("-e", f"packages/{package}[test]")
 
