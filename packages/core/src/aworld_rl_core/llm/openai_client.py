@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import json
 import os
 from typing import Any
@@ -81,6 +82,7 @@ class OpenAIClient(BaseLLMClient):
         self.retry = retry or RetryPolicy()
         self.extra_body = dict(extra_body or {})
         self.api_key_env = api_key_env
+        self.sleep = asyncio.sleep  # the wait between retries (tests swap in a recorder)
         key = api_key or (os.environ.get(api_key_env) if api_key_env else None)
         self._headers = dict(headers or {})
         if key:
@@ -103,8 +105,6 @@ class OpenAIClient(BaseLLMClient):
         return client
 
     async def aclose(self) -> None:
-        import asyncio
-
         state = self._states.get(asyncio.get_running_loop())
         if state and state.get("http") is not None:
             await state["http"].aclose()
@@ -120,7 +120,7 @@ class OpenAIClient(BaseLLMClient):
         if body.get("stream"):
             raise ValueError("streaming is not supported by OpenAIClient; drop 'stream'")
         http = self._http()
-        return await retry_async(lambda: self._attempt(http, body), self.retry)
+        return await retry_async(lambda: self._attempt(http, body), self.retry, sleep=self.sleep)
 
     async def _attempt(self, http: Any, body: dict[str, Any]) -> Completion:
         import httpx

@@ -1,0 +1,39 @@
+"""Fixtures for the LLM client tests: the scripted server (a test double) and fast clients."""
+
+from __future__ import annotations
+
+import pytest
+
+from aworld_rl_core.llm import OpenAIClient, RetryPolicy
+from aworld_rl_core.testing.llm_server import ScriptedLLMServer
+
+
+class SleepRecorder:
+    """Stands in for ``asyncio.sleep`` between retries: records the waits, does not wait."""
+
+    def __init__(self) -> None:
+        self.calls: list[float] = []
+
+    async def __call__(self, seconds: float) -> None:
+        self.calls.append(seconds)
+
+
+@pytest.fixture
+def llm_server():
+    with ScriptedLLMServer() as server:
+        yield server
+
+
+@pytest.fixture
+def make_openai():
+    """``make_openai(server, **kwargs)``: an OpenAIClient on the server with instant retries."""
+
+    def factory(server: ScriptedLLMServer, **kwargs) -> OpenAIClient:
+        kwargs.setdefault("retry", RetryPolicy(max_retries=3, base_delay_s=0.5))
+        kwargs.setdefault("timeout_s", 5.0)
+        kwargs.setdefault("api_key_env", None)
+        client = OpenAIClient(base_url=server.base_url, model=server.model, **kwargs)
+        client.sleep = SleepRecorder()
+        return client
+
+    return factory
