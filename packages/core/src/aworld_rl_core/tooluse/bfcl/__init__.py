@@ -1,0 +1,110 @@
+"""BFCL adapter: load BFCL categories, run multi-turn episodes safely, judge as BFCL does.
+
+Works over the installed ``bfcl-eval`` (pinned, installed without its vendor SDKs: run
+``python -m aworld_rl_core.tooluse.bfcl.install``). Importing this package writes no file and
+imports neither bfcl-eval's vendor SDKs nor its side-effecting config module; the names below are
+loaded on first use, and raise an ImportError naming the install command when bfcl-eval is
+missing.
+"""
+
+from __future__ import annotations
+
+import importlib
+from typing import TYPE_CHECKING, Any
+
+from aworld_rl_core.tooluse.bfcl._install import (
+    BFCL_EVAL_VERSION,
+    INSTALL_COMMAND,
+    BfclNotInstalledError,
+    bfcl_root,
+    version,
+)
+
+_LAZY = {
+    "BfclEntry": "loader",
+    "load_category": "loader",
+    "canonical_category": "loader",
+    "ALL_CATEGORIES": "loader",
+    "SINGLE_TURN_CATEGORIES": "loader",
+    "RELEVANCE_CATEGORIES": "loader",
+    "MULTI_TURN_CATEGORIES": "loader",
+    "MultiTurnEpisode": "episode",
+    "TurnResult": "episode",
+    "Verdict": "verdict",
+    "judge_multi_turn": "judges",
+    "judge_single_turn": "judges",
+    "decode_single_turn": "judges",
+    "ground_truth_calls": "ground_truth",
+    "system_prompt": "prompts",
+    "with_system_prompt": "prompts",
+    "missed_function_message": "prompts",
+    "to_json_schema": "schemas",
+    "to_openai_tools": "schemas",
+}
+
+__all__ = [
+    "ALL_CATEGORIES",
+    "BFCL_EVAL_VERSION",
+    "INSTALL_COMMAND",
+    "MULTI_TURN_CATEGORIES",
+    "RELEVANCE_CATEGORIES",
+    "SINGLE_TURN_CATEGORIES",
+    "BfclEntry",
+    "BfclNotInstalledError",
+    "MultiTurnEpisode",
+    "TurnResult",
+    "Verdict",
+    "bfcl_root",
+    "canonical_category",
+    "decode_single_turn",
+    "ground_truth_calls",
+    "judge_multi_turn",
+    "judge_single_turn",
+    "load_category",
+    "missed_function_message",
+    "system_prompt",
+    "to_json_schema",
+    "to_openai_tools",
+    "version",
+    "with_system_prompt",
+]
+
+
+def __getattr__(name: str) -> Any:
+    module = _LAZY.get(name)
+    if module is None:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    bfcl_root()  # a clear ImportError with the install command when bfcl-eval is missing
+    value = vars(importlib.import_module(f"{__name__}.{module}"))[name]
+    globals()[name] = value
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted(__all__)
+
+
+if TYPE_CHECKING:
+    from aworld_rl_core.tooluse.bfcl.episode import MultiTurnEpisode, TurnResult
+    from aworld_rl_core.tooluse.bfcl.ground_truth import ground_truth_calls
+    from aworld_rl_core.tooluse.bfcl.judges import (
+        decode_single_turn,
+        judge_multi_turn,
+        judge_single_turn,
+    )
+    from aworld_rl_core.tooluse.bfcl.loader import (
+        ALL_CATEGORIES,
+        MULTI_TURN_CATEGORIES,
+        RELEVANCE_CATEGORIES,
+        SINGLE_TURN_CATEGORIES,
+        BfclEntry,
+        canonical_category,
+        load_category,
+    )
+    from aworld_rl_core.tooluse.bfcl.prompts import (
+        missed_function_message,
+        system_prompt,
+        with_system_prompt,
+    )
+    from aworld_rl_core.tooluse.bfcl.schemas import to_json_schema, to_openai_tools
+    from aworld_rl_core.tooluse.bfcl.verdict import Verdict

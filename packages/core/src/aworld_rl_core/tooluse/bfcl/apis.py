@@ -1,0 +1,90 @@
+"""BFCL's multi-turn API classes: look them up and build fresh, per-episode instances.
+
+Only the eight offline classes of the multi-turn categories are supported (the v4 web-search and
+memory backends need network, API keys or model downloads).
+"""
+
+from __future__ import annotations
+
+import importlib
+import json
+from collections.abc import Mapping
+
+from aworld_rl_core.tooluse.bfcl._install import bfcl_root, require_module
+
+OFFLINE_CLASSES = frozenset(
+    {
+        "GorillaFileSystem",
+        "MathAPI",
+        "MessageAPI",
+        "TwitterAPI",
+        "TicketAPI",
+        "TradingBot",
+        "TravelAPI",
+        "VehicleControlAPI",
+    }
+)
+
+
+def api_class(name: str) -> type:
+    """The BFCL API class called ``name`` (e.g. ``"GorillaFileSystem"``)."""
+    if name not in OFFLINE_CLASSES:
+        raise ValueError(
+            f"BFCL API class {name!r} is not supported offline; supported: "
+            f"{', '.join(sorted(OFFLINE_CLASSES))}"
+        )
+    bfcl_root()
+    if name == "MathAPI":
+        require_module("mpmath")
+    from bfcl_eval.constants.executable_backend_config import CLASS_FILE_PATH_MAPPING
+
+    module = importlib.import_module(CLASS_FILE_PATH_MAPPING[name])
+    cls = vars(module).get(name)
+    if not isinstance(cls, type):
+        raise ImportError(f"{CLASS_FILE_PATH_MAPPING[name]} does not define class {name}")
+    return cls
+
+
+def stateless_classes() -> frozenset[str]:
+    """Classes BFCL builds without loading a scenario (``MathAPI``)."""
+    from bfcl_eval.constants.executable_backend_config import STATELESS_CLASSES
+
+    return frozenset(STATELESS_CLASSES)
+
+
+def build_instances(
+    classes: list[str], initial_config_json: Mapping[str, str], *, long_context: bool
+) -> dict[str, object]:
+    """Fresh instances in ``classes`` order, each loaded from its own copy of the initial state.
+
+    ``initial_config_json`` holds each class's state as JSON text, so every episode parses its own
+    deep copy (what BFCL's ``copy.deepcopy`` gives, faster).
+    """
+    stateless = stateless_classes()
+    instances: dict[str, object] = {}
+    for name in classes:
+        instance = api_class(name)()
+        if name not in stateless:
+            state = json.loads(initial_config_json.get(name, "{}"))
+            instance._load_scenario(state, long_context=long_context)
+        instances[name] = instance
+    return instances
+
+
+def public_state(instance: object) -> dict[str, object]:
+    """The attributes BFCL's state checker compares: every public instance attribute."""
+    return {k: v for k, v in vars(instance).items() if not k.startswith("_")}
+
+
+def state_differences(model: object, ground_truth: object) -> dict[str, dict[str, object]]:
+    """Public attributes of ``ground_truth`` whose value differs in ``model`` (BFCL's rule)."""
+    if type(model) is not type(ground_truth):
+        raise TypeError(f"cannot compare {type(model).__name__} with {type(ground_truth).__name__}")
+    out: dict[str, dict[str, object]] = {}
+    for name, expected in vars(ground_truth).items():
+        if name.startswith("_"):
+            continue
+        actual = getattr(model, name)
+        if actual != expected:
+            out[name] = {"model": actual, "ground_truth": expected}
+    return out

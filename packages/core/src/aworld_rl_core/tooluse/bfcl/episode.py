@@ -1,0 +1,231 @@
+"""One BFCL multi-turn episode: per-episode API instances, safe execution, per-turn judging.
+
+Unlike BFCL's executor, nothing here evaluates text (calls are parsed with ``ast`` and dispatched
+to public methods) and nothing lives in module globals: the instances belong to the episode and
+go away with it.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from types import MappingProxyType
+from typing import Any
+
+from aworld_rl_core.tooluse.bfcl.apis import build_instances, state_differences
+from aworld_rl_core.tooluse.bfcl.loader import BfclEntry
+from aworld_rl_core.tooluse.bfcl.prompts import missed_function_message
+from aworld_rl_core.tooluse.bfcl.schemas import to_openai_tools
+from aworld_rl_core.tooluse.calls import Call
+from aworld_rl_core.tooluse.dispatch import BFCL_DENIED_NAMES, Dispatcher, ToolResult
+
+
+@dataclass(frozen=True)
+class TurnResult:
+    """How one turn compares with the ground truth.
+
+    For a turn with ground-truth calls, ``score`` is 1.0 when the model made calls, the API states
+    match (BFCL's state checker) and every ground-truth result appears among the model's results
+    so far (BFCL's unordered response checker). For a turn whose ground truth is empty (the model
+    should abstain), ``score`` is 1.0 when the model made no call (BFCL's irrelevance checker) or,
+    with ``irrelevance_check=False``, always. ``state_match``/``response_match`` are None where
+    BFCL does not check them.
+    """
+
+    turn: int
+    score: float
+    made_calls: bool
+    expected_calls: bool
+    state_match: bool | None = None
+    response_match: bool | None = None
+    missing_results: tuple[str, ...] = ()
+    state_differences: dict[str, Any] = field(default_factory=dict, repr=False)
+    error_type: str = ""
+    reason: str = ""
+
+    @property
+    def passed(self) -> bool:
+        return self.score == 1.0
+
+
+class MultiTurnEpisode:
+    """Run one BFCL multi-turn entry turn by turn.
+
+    ``execute(calls)`` runs call strings (or :class:`Call` objects) against this episode's API
+    instances and returns BFCL-rendered result strings; ``end_turn()`` replays the turn's ground
+    truth on a twin set of instances and compares. ``judge=False`` skips the twin (execution only).
+    """
+
+    def __init__(
+        self, entry: BfclEntry, *, judge: bool = True, irrelevance_check: bool = True
+    ) -> None:
+        if not entry.is_multi_turn:
+            raise ValueError(f"{entry.id} is a {entry.category} entry, not a multi-turn one")
+        if judge and entry.ground_truth is None:
+            raise ValueError(f"{entry.id} has no ground truth; pass judge=False to only execute")
+        self.entry = entry
+        self.irrelevance_check = irrelevance_check
+        self.turn = 0
+        self.turn_results: list[TurnResult] = []
+        self._instances = self._new_instances()
+        self._dispatcher = Dispatcher(self._instances, deny=BFCL_DENIED_NAMES)
+        self._twin: dict[str, object] | None = None
+        self._twin_dispatcher: Dispatcher | None = None
+        if judge:
+            self._twin = self._new_instances()
+            self._twin_dispatcher = Dispatcher(self._twin, deny=BFCL_DENIED_NAMES)
+        self._all_results: Counter[str] = Counter()
+        self._turn_calls = 0
+        self._closed = False
+
+    def _new_instances(self) -> dict[str, object]:
+        entry = self.entry
+        return build_instances(
+            entry.involved_classes, entry.initial_config_json, long_context=entry.long_context
+        )
+
+    # -- what the model sees -----------------------------------------------------------------
+
+    @property
+    def num_turns(self) -> int:
+        return len(self.entry.turns)
+
+    @property
+    def done(self) -> bool:
+        return self.turn >= self.num_turns
+
+    def _turn_index(self, turn: int | None) -> int:
+        index = self.turn if turn is None else turn
+        if not 0 <= index < self.num_turns:
+            raise IndexError(f"{self.entry.id} has turns 0..{self.num_turns - 1}, not {index}")
+        return index
+
+    def function_docs(self, turn: int | None = None) -> list[dict[str, Any]]:
+        """BFCL docs of the tools available at ``turn`` (held-out ones from their turn on)."""
+        index = self._turn_index(turn)
+        docs = list(self.entry.functions)
+        for reveal_turn, revealed in sorted(self.entry.missed_functions.items()):
+            if reveal_turn <= index:
+                docs.extend(revealed)
+        return docs
+
+    def tools(self, turn: int | None = None) -> list[dict[str, Any]]:
+        """The available tools as OpenAI tool definitions (JSON Schema parameters)."""
+        return to_openai_tools(self.function_docs(turn))
+
+    def user_messages(self, turn: int | None = None) -> list[dict[str, Any]]:
+        """The user messages opening ``turn``; BFCL's "new functions" message on a reveal turn."""
+        index = self._turn_index(turn)
+        revealed = self.entry.missed_functions.get(index)
+        if revealed and not self.entry.turns[index]:
+            return [missed_function_message(revealed)]
+        return [dict(m) for m in self.entry.turns[index]]
+
+    @property
+    def instances(self) -> MappingProxyType[str, object]:
+        """This episode's API instances by class name (read-only view)."""
+        return MappingProxyType(self._instances)
+
+    # -- acting ------------------------------------------------------------------------------
+
+    def _check_open(self) -> None:
+        if self._closed:
+            raise RuntimeError(f"episode {self.entry.id} is closed")
+        if self.done:
+            raise RuntimeError(f"episode {self.entry.id} has no turn left ({self.num_turns} done)")
+
+    def dispatch(self, calls: Sequence[str | Call]) -> list[ToolResult]:
+        """Run calls in this turn; structured results (kind, text). Never raises on bad calls."""
+        self._check_open()
+        results = self._dispatcher.execute(calls)
+        self._turn_calls += len(results)
+        self._all_results.update(r.text for r in results)
+        return results
+
+    def execute(self, calls: Sequence[str | Call]) -> list[str]:
+        """Run calls in this turn; the result strings as BFCL's executor renders them."""
+        return [r.text for r in self.dispatch(calls)]
+
+    def end_turn(self) -> TurnResult:
+        """Close the current turn: replay its ground truth on the twin and compare."""
+        self._check_open()
+        index = self.turn
+        made_calls = self._turn_calls > 0
+        if self._twin_dispatcher is None:
+            result = TurnResult(index, 0.0, made_calls, False, reason="not judged (judge=False)")
+        else:
+            expected = list(self.entry.ground_truth[index])
+            gt_results = self._twin_dispatcher.execute_texts(expected)
+            result = self._judge_turn(index, expected, gt_results, made_calls)
+        self.turn_results.append(result)
+        self.turn += 1
+        self._turn_calls = 0
+        return result
+
+    def _judge_turn(
+        self, index: int, expected: list[str], gt_results: list[str], made_calls: bool
+    ) -> TurnResult:
+        if not expected:
+            if made_calls and self.irrelevance_check:
+                return TurnResult(
+                    index,
+                    0.0,
+                    True,
+                    False,
+                    error_type="multi_turn:irrelevance_error:decoder_success",
+                    reason=f"turn {index}: the model called functions where it should not",
+                )
+            return TurnResult(index, 1.0, made_calls, False)
+        if not made_calls:
+            return TurnResult(
+                index,
+                0.0,
+                False,
+                True,
+                error_type="multi_turn:empty_turn_model_response",
+                reason=f"turn {index}: the model made no call",
+            )
+        differences = {}
+        for name, gt_instance in self._twin.items():
+            diff = state_differences(self._instances[name], gt_instance)
+            if diff:
+                differences[name] = diff
+        missing = Counter(gt_results) - self._all_results
+        missing_items = tuple(missing.elements())
+        state_ok, response_ok = not differences, not missing_items
+        error_type, reason = "", ""
+        if not state_ok:
+            error_type = "multi_turn:instance_state_mismatch"
+            reason = f"turn {index}: state of {', '.join(differences)} differs from ground truth"
+        elif not response_ok:
+            error_type = "multi_turn:execution_response_mismatch"
+            reason = f"turn {index}: ground-truth results missing: {list(missing_items)[:3]}"
+        return TurnResult(
+            index,
+            float(state_ok and response_ok),
+            True,
+            True,
+            state_ok,
+            response_ok,
+            missing_items,
+            differences,
+            error_type,
+            reason,
+        )
+
+    # -- lifetime ----------------------------------------------------------------------------
+
+    def close(self) -> None:
+        """Drop the API instances (idempotent)."""
+        self._closed = True
+        self._instances = {}
+        self._twin = None
+        self._dispatcher = self._twin_dispatcher = None
+        self._all_results = Counter()
+
+    def __enter__(self) -> MultiTurnEpisode:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()

@@ -1,0 +1,143 @@
+"""Judge model outputs on BFCL entries with BFCL's verdicts.
+
+``judge_single_turn`` decodes the output with our literal-only parser (never BFCL's decoder, which
+evaluates operators and accepts bare names) and applies the native AST checker;
+``judge_multi_turn`` replays the calls through :class:`MultiTurnEpisode`.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any, Literal
+
+from aworld_rl_core.tooluse.bfcl.ast_checker import ast_check
+from aworld_rl_core.tooluse.bfcl.episode import MultiTurnEpisode
+from aworld_rl_core.tooluse.bfcl.loader import (
+    RELEVANCE_CATEGORIES,
+    SINGLE_TURN_CATEGORIES,
+    BfclEntry,
+)
+from aworld_rl_core.tooluse.bfcl.verdict import Verdict
+from aworld_rl_core.tooluse.calls import (
+    Call,
+    ToolCallParseError,
+    bind_positional,
+    parse_python_calls,
+    signatures_from_tools,
+)
+
+Positional = Literal["drop", "bind", "reject"]
+
+
+def decode_single_turn(output: str) -> list[Call]:
+    """BFCL's prompting-mode framing (strip backticks/newlines/spaces, add missing brackets,
+    strip wrapping single quotes), then :func:`parse_python_calls`. Raises ToolCallParseError."""
+    if not isinstance(output, str):
+        raise ToolCallParseError(f"expected the model output as str, got {type(output).__name__}")
+    text = output.strip("`\n ")
+    if not text.startswith("["):
+        text = "[" + text
+    if not text.endswith("]"):
+        text = text + "]"
+    return parse_python_calls(text.strip().strip("'"))
+
+
+def _as_decoded(
+    calls: Sequence[Call], functions: list[dict[str, Any]], positional: Positional
+) -> list[dict[str, dict[str, Any]]]:
+    """``[{name: {param: value}}]``; positional arguments handled per ``positional``."""
+    signatures = signatures_from_tools(functions) if positional == "bind" else {}
+    decoded = []
+    for call in calls:
+        if call.positional:
+            if positional == "reject":
+                raise ToolCallParseError(f"{call.name}: positional arguments are not accepted")
+            if positional == "bind" and call.name in signatures:
+                call = bind_positional(call, signatures[call.name])
+        decoded.append({call.name: dict(call.arguments)})
+    return decoded
+
+
+def judge_single_turn(
+    entry: BfclEntry, output: str | Sequence[Call], *, positional: Positional = "drop"
+) -> Verdict:
+    """BFCL's verdict for one single-turn output (python categories and (ir)relevance).
+
+    ``output`` is the model's call-list text (reasoning already stripped) or parsed calls.
+    ``positional="drop"`` ignores positional arguments as BFCL's decoder does; ``"bind"`` maps
+    them to the doc's parameter order; ``"reject"`` fails the output.
+    """
+    category = entry.category
+    if category not in SINGLE_TURN_CATEGORIES + RELEVANCE_CATEGORIES:
+        raise ValueError(
+            f"judge_single_turn handles {', '.join(SINGLE_TURN_CATEGORIES + RELEVANCE_CATEGORIES)}"
+            f"; {entry.id} is {category} (use judge_multi_turn for multi-turn entries)"
+        )
+    try:
+        calls = decode_single_turn(output) if isinstance(output, str) else list(output)
+        decoded = _as_decoded(calls, entry.functions, positional)
+    except ToolCallParseError as exc:
+        decoded, error = None, str(exc)
+    if category in RELEVANCE_CATEGORIES:
+        has_call = bool(decoded)
+        valid = has_call if category == "live_relevance" else not has_call
+        reason = "" if valid else ("made a call" if has_call else "made no valid call")
+        error_type = "" if valid else "relevance_error" if has_call else "relevance_error:no_call"
+        return Verdict(valid, (float(valid),), reason, error_type)
+    if decoded is None:
+        reason = f"cannot decode the output: {error}"
+        return Verdict(False, (0.0,), reason, "ast_decoder:decoder_failed")
+    valid, error_type, reason = ast_check(entry.functions, decoded, entry.ground_truth, category)
+    return Verdict(valid, (float(valid),), reason, error_type)
+
+
+def _flatten_turn(turn: Sequence[Any]) -> list[str | Call]:
+    """A turn as a flat call list; BFCL's step-nested form ``[[calls], [calls]]`` is accepted."""
+    flat: list[str | Call] = []
+    for item in turn:
+        if isinstance(item, (list, tuple)):
+            flat.extend(item)
+        else:
+            flat.append(item)
+    return flat
+
+
+def judge_multi_turn(
+    entry: BfclEntry,
+    calls_per_turn: Sequence[Sequence[Any]],
+    *,
+    irrelevance_check: bool = True,
+) -> Verdict:
+    """BFCL's multi-turn verdict for the calls a model made in each turn.
+
+    Valid when every turn passes (state checker + unordered response checker after each turn with
+    ground-truth calls; no call in turns whose ground truth is empty, unless
+    ``irrelevance_check=False``, which mirrors bfcl-eval 2026.3.23's eval runner). A turn count
+    different from the ground truth's is BFCL's ``force_terminated``.
+    """
+    expected = entry.ground_truth or []
+    if len(calls_per_turn) != len(expected):
+        return Verdict(
+            False,
+            (),
+            f"{len(calls_per_turn)} turns of calls for {len(expected)} ground-truth turns",
+            "multi_turn:force_terminated",
+        )
+    scores: list[float] = []
+    first_failure = None
+    with MultiTurnEpisode(entry, irrelevance_check=irrelevance_check) as episode:
+        for turn in calls_per_turn:
+            episode.execute(_flatten_turn(turn))
+            result = episode.end_turn()
+            scores.append(result.score)
+            if first_failure is None and not result.passed:
+                first_failure = result
+    if first_failure is None:
+        return Verdict(True, tuple(scores))
+    return Verdict(
+        False,
+        tuple(scores),
+        first_failure.reason,
+        first_failure.error_type,
+        {"turn": first_failure.turn, "missing_results": first_failure.missing_results},
+    )

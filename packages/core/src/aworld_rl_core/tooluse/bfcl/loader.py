@@ -1,0 +1,187 @@
+"""Load BFCL categories (questions and ground truth) from the installed bfcl-eval's data files.
+
+Reads the JSONL files directly (bfcl-eval's own loaders write lock files), under whichever file
+prefix the installed release ships (``BFCL_v3_`` up to 2025.8.5, ``BFCL_v4_`` after).
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from dataclasses import dataclass, field
+from functools import cached_property
+from pathlib import Path
+from typing import Any
+
+from aworld_rl_core.tooluse.bfcl._install import data_dir
+
+SINGLE_TURN_CATEGORIES = (
+    "simple_python",
+    "multiple",
+    "parallel",
+    "parallel_multiple",
+    "live_simple",
+    "live_multiple",
+    "live_parallel",
+    "live_parallel_multiple",
+)
+"""Python single-turn categories judged by the AST checker."""
+
+RELEVANCE_CATEGORIES = ("irrelevance", "live_irrelevance", "live_relevance")
+"""Categories without ground truth: success is (not) producing a call."""
+
+MULTI_TURN_CATEGORIES = (
+    "multi_turn_base",
+    "multi_turn_miss_func",
+    "multi_turn_miss_param",
+    "multi_turn_long_context",
+)
+
+ALL_CATEGORIES = SINGLE_TURN_CATEGORIES + RELEVANCE_CATEGORIES + MULTI_TURN_CATEGORIES
+
+_ALIASES = {"simple": "simple_python"}
+_V3_FILE_NAMES = {"simple_python": "simple"}
+
+
+@dataclass(frozen=True, eq=False)
+class BfclEntry:
+    """One BFCL test entry.
+
+    ``raw`` is the entry as in BFCL's file; ``ground_truth`` is BFCL's possible answers
+    (single-turn), the list of call strings per turn (multi-turn) or None (relevance).
+    ``functions`` are the tool docs visible at the start; ``missed_functions`` maps a turn index
+    to the docs revealed at that turn (``multi_turn_miss_func``).
+    """
+
+    id: str
+    category: str
+    raw: dict[str, Any] = field(repr=False)
+    ground_truth: list[Any] | None = field(repr=False)
+    functions: list[dict[str, Any]] = field(repr=False, default_factory=list)
+    missed_functions: dict[int, list[dict[str, Any]]] = field(repr=False, default_factory=dict)
+
+    @property
+    def is_multi_turn(self) -> bool:
+        return self.category.startswith("multi_turn")
+
+    @property
+    def turns(self) -> list[list[dict[str, Any]]]:
+        """The user messages of each turn (multi-turn); one turn for single-turn entries."""
+        return self.raw["question"]
+
+    @property
+    def involved_classes(self) -> list[str]:
+        return list(self.raw.get("involved_classes", []))
+
+    @property
+    def long_context(self) -> bool:
+        """Whether BFCL loads this entry's API state in long-context mode."""
+        category = self.id.rsplit("_", 1)[0]
+        return "long_context" in category or "composite" in category
+
+    @cached_property
+    def initial_config_json(self) -> dict[str, str]:
+        """Each class's initial state as JSON text: ``json.loads`` gives a fresh deep copy."""
+        config = self.raw.get("initial_config", {})
+        return {name: json.dumps(state) for name, state in config.items()}
+
+
+def canonical_category(name: str) -> str:
+    """BFCL's current name for a category (``simple`` -> ``simple_python``); checks it exists."""
+    canonical = _ALIASES.get(name, name)
+    if canonical not in ALL_CATEGORIES:
+        raise ValueError(
+            f"unknown BFCL category {name!r}; choose one of {', '.join(ALL_CATEGORIES)} "
+            "(or 'simple', the v3 name of simple_python)"
+        )
+    return canonical
+
+
+def file_prefix(root: Path | None = None) -> str:
+    """The data-file prefix of the installed release, e.g. ``BFCL_v4``."""
+    root = root or data_dir()
+    versions = sorted(
+        int(m.group(1))
+        for p in root.glob("BFCL_v*_*.json")
+        if (m := re.match(r"BFCL_v(\d+)_", p.name))
+    )
+    if not versions:
+        raise FileNotFoundError(f"no BFCL_v*_*.json data files in {root}; reinstall bfcl-eval")
+    return f"BFCL_v{versions[-1]}"
+
+
+def _category_file(folder: Path, prefix: str, category: str) -> Path:
+    for stem in (category, _V3_FILE_NAMES.get(category, category)):
+        path = folder / f"{prefix}_{stem}.json"
+        if path.is_file():
+            return path
+    raise FileNotFoundError(f"no data file for BFCL category {category!r} in {folder}")
+
+
+def read_jsonl(path: Path) -> list[dict[str, Any]]:
+    """One JSON object per non-empty line."""
+    with path.open(encoding="utf-8") as handle:
+        return [json.loads(line) for line in handle if line.strip()]
+
+
+def _doc_file_mapping() -> dict[str, str]:
+    """BFCL's class name -> multi-turn function-doc file name (module moved between releases)."""
+    try:
+        from bfcl_eval.constants.executable_backend_config import (
+            MULTI_TURN_FUNC_DOC_FILE_MAPPING,
+        )
+    except ImportError:  # releases up to 2025.8.5
+        from bfcl_eval.constants.category_mapping import MULTI_TURN_FUNC_DOC_FILE_MAPPING
+    return dict(MULTI_TURN_FUNC_DOC_FILE_MAPPING)
+
+
+def _multi_turn_functions(
+    raw: dict[str, Any], docs: dict[str, list[dict[str, Any]]]
+) -> tuple[list[dict[str, Any]], dict[int, list[dict[str, Any]]]]:
+    """Tool docs of the involved classes, held-out docs moved to their turn (as BFCL does)."""
+    functions = [doc for cls in raw["involved_classes"] for doc in docs[cls]]
+    missed: dict[int, list[dict[str, Any]]] = {}
+    for turn, names in raw.get("missed_function", {}).items():
+        revealed = [doc for doc in functions if doc["name"] in set(names)]
+        missed[int(turn)] = sorted(revealed, key=lambda doc: names.index(doc["name"]))
+        functions = [doc for doc in functions if doc["name"] not in set(names)]
+    return functions, missed
+
+
+def _load_docs(root: Path, classes: set[str]) -> dict[str, list[dict[str, Any]]]:
+    mapping = _doc_file_mapping()
+    unknown = classes - mapping.keys()
+    if unknown:
+        raise ValueError(f"BFCL entry involves unknown API classes {sorted(unknown)}")
+    return {cls: read_jsonl(root / "multi_turn_func_doc" / mapping[cls]) for cls in classes}
+
+
+def load_category(name: str, *, limit: int | None = None) -> list[BfclEntry]:
+    """Load a BFCL category (see ``ALL_CATEGORIES``) with its ground truth, in file order."""
+    category = canonical_category(name)
+    root = data_dir()
+    prefix = file_prefix(root)
+    questions = read_jsonl(_category_file(root, prefix, category))
+    if limit is not None:
+        questions = questions[:limit]
+    answers: list[dict[str, Any] | None] = [None] * len(questions)
+    if category not in RELEVANCE_CATEGORIES:
+        # BFCL pairs questions and answers by position (some answer ids are formatted differently).
+        found = read_jsonl(_category_file(root / "possible_answer", prefix, category))
+        if limit is None and len(found) != len(questions):
+            raise ValueError(
+                f"{category}: {len(questions)} questions but {len(found)} possible answers"
+            )
+        answers = list(found[: len(questions)])
+    docs: dict[str, list[dict[str, Any]]] = {}
+    if category in MULTI_TURN_CATEGORIES:
+        docs = _load_docs(root, {cls for q in questions for cls in q["involved_classes"]})
+    entries = []
+    for raw, answer in zip(questions, answers, strict=True):
+        ground_truth = None if answer is None else answer["ground_truth"]
+        if category in MULTI_TURN_CATEGORIES:
+            functions, missed = _multi_turn_functions(raw, docs)
+        else:
+            functions, missed = list(raw.get("function", [])), {}
+        entries.append(BfclEntry(raw["id"], category, raw, ground_truth, functions, missed))
+    return entries
