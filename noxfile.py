@@ -21,7 +21,7 @@ PACKAGES = sorted(
     if not p.parent.name.startswith("_")
 )
 TORCH = "torch==2.13.0"  # install first: pip takes the CPU build from the local wheel folder
-# bfcl-eval goes in with --no-deps (it pins numpy 1.26 and every vendor SDK); core[bfcl] has its needs
+# bfcl-eval: --no-deps (it pins numpy 1.26 and all vendor SDKs); core[bfcl] lists its needs
 BFCL = "bfcl-eval==2026.3.23"
 NO_TESTS = 5  # pytest's exit code when nothing was collected
 
