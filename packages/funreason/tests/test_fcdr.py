@@ -173,3 +173,23 @@ def test_counts(weather_tool):
 def test_unknown_stage_rejected():
     with pytest.raises(ValueError, match="unknown FCDR stages"):
         FcdrSettings(stages=("classify", "vibes"))
+
+
+def test_without_a_judge_only_rules_decide(weather_tool):
+    good = refine(sample(weather_tool, "a", "[ get_weather(city='A')]"), None)
+    assert good.status == "kept" and good.sample.answer == "[get_weather(city='A')]"
+    assert [(r.stage, r.verdict) for r in good.trail] == [
+        ("classify", "pass"),
+        ("query_tools", "skipped"),
+        ("cot", "skipped"),
+        ("function_params", "pass"),
+        ("format", "regenerated"),
+    ]
+    bad = refine(sample(weather_tool, "b", "[get_weather(town='B')]"), None)
+    assert bad.status == "hard" and "unknown parameter 'town'" in bad.reason
+    text = refine(sample(weather_tool, "c", "I need the city name."), None)
+    assert text.status == "statement"
+    broken = refine(sample(weather_tool, "d", "[get_weather(city='D'"), None)
+    assert broken.status == "hard"
+    no_cot = refine(sample(weather_tool, "e", "[get_weather(city='E')]", None), None)
+    assert no_cot.status == "dropped" and "no teacher" in no_cot.trail[-1].reason

@@ -250,3 +250,10 @@ def srml_loss_hook(
     return SRMLLoss(
         alpha, learnable=learnable, reduction=reduction, parametrization=parametrization
     )
+
+
+def srml_default(
+    logits: torch.Tensor, labels: torch.Tensor, segments: Mapping[str, torch.Tensor]
+) -> torch.Tensor:
+    """SRML with the paper's defaults (fixed alpha 0.7, per-sample means) as a loss hook."""
+    return srml_loss(logits, labels, segments["think"], DEFAULT_ALPHA)

@@ -140,6 +140,8 @@ class _Run:
 
 async def _generate_cot(run: _Run) -> str | None:
     """Teacher reasoning for a sample without it; None when the teacher gave none."""
+    if run.teacher is None:
+        return None
     messages = cot_messages(run.sample, show_reference=run.settings.cot_sees_reference)
     reply = await run.teacher.chat(messages, **dict(run.settings.teacher_sampling))
     reasoning = (reply.reasoning or "").strip()
@@ -152,7 +154,8 @@ async def _answer_check(run: _Run, stage: str) -> Outcome | None:
     """Stages 4 and 5: pass, regenerate (``<NewFC>``, re-validated) or send to the hard pool."""
     settings = run.settings
     calls, parse_err = _parse(run.sample.answer)
-    if settings.deterministic and stage == "format" and calls:
+    rules = settings.deterministic or run.judge is None
+    if rules and stage == "format" and calls:
         canonical = format_python_calls(calls)
         if run.sample.answer == canonical:
             run.note(stage, "pass", "rule")
@@ -161,8 +164,16 @@ async def _answer_check(run: _Run, stage: str) -> Outcome | None:
         run.note(stage, "regenerated", "rule", "rewritten in canonical call-list form")
         return None
     hints: list[str] = []
-    if settings.deterministic and stage == "function_params":
+    if rules and stage == "function_params":
         hints = check_calls(calls, run.sample.tools) if calls is not None else [parse_err]
+    if stage == "format" and run.judge is None:
+        hints = [parse_err]
+    if run.judge is None:
+        if not hints:
+            run.note(stage, "pass", "rule", "schema check only (no judge)")
+            return None
+        run.note(stage, "fail", "rule", "; ".join(hints))
+        return run.outcome("hard", f"{stage}: {'; '.join(hints)} (no judge to regenerate)")
     if hints:  # the schema already failed the answer; the judge only writes the correction
         by, why = "rule", "; ".join(hints)
         text = "" if settings.answer_fail == "hard_pool" else (await run.ask(stage, hints))[1]
@@ -193,14 +204,20 @@ async def refine_sample(
     sample: FcSample, judge: Any, settings: FcdrSettings, teacher: Any = None
 ) -> Outcome:
     """Run ``sample`` through the enabled FCDR stages; ``judge`` / ``teacher`` are core LLM
-    clients (anything with ``async chat(messages, **sampling) -> Completion``)."""
+    clients (anything with ``async chat(messages, **sampling) -> Completion``). The teacher
+    defaults to the judge; ``judge=None`` runs the deterministic checks only."""
     run = _Run(sample, judge, teacher or judge, settings)
     stages = set(settings.stages)
 
     if "classify" in stages:
         calls, _ = _parse(sample.answer)
-        if settings.deterministic and calls:
+        if (settings.deterministic or judge is None) and calls:
             run.note("classify", "pass", "rule", f"parses as {len(calls)} call(s)")
+        elif judge is None and sample.answer.lstrip().startswith("["):
+            run.note("classify", "pass", "rule", "a malformed call list")
+        elif judge is None:
+            run.note("classify", "fail", "rule", "not a call list")
+            return run.outcome("statement", "kept as a statement sample")
         else:
             verdict, _ = await run.ask("classify")
             if verdict is None:
@@ -216,7 +233,8 @@ async def refine_sample(
     if not run.sample.reasoning and settings.generate_cot:
         reasoning = await _generate_cot(run)
         if reasoning is None:
-            run.note("cot_generation", "fail", "teacher", "the teacher wrote no reasoning")
+            why = "the teacher wrote no reasoning" if run.teacher else "no teacher configured"
+            run.note("cot_generation", "fail", "teacher", why)
             return run.outcome("dropped", "cot_generation: no reasoning")
         run.sample = run.sample.with_(reasoning=reasoning)
         run.note("cot_generation", "pass", "teacher")
@@ -226,6 +244,9 @@ async def refine_sample(
             continue
         if stage == "cot" and not run.sample.reasoning:
             run.note(stage, "skipped", "rule", "no reasoning to check")
+            continue
+        if judge is None:
+            run.note(stage, "skipped", "rule", "no judge")
             continue
         verdict, _ = await run.ask(stage)
         if not verdict:
