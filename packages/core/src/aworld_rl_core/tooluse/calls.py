@@ -157,6 +157,8 @@ def _call_from_node(node: ast.expr, budget: _Budget) -> Call:
             raise ToolCallParseError(f"{name}: **kwargs arguments are not allowed")
         if kw.arg.startswith("__"):
             raise ToolCallParseError(f"{name}: dunder argument name {kw.arg!r} is not allowed")
+        if kw.arg in arguments:
+            raise ToolCallParseError(f"{name}: keyword argument {kw.arg!r} repeated")
         arguments[kw.arg] = _literal(kw.value, budget, 1)
     return Call(name=name, arguments=arguments, positional=tuple(positional))
 
@@ -370,7 +372,8 @@ def _call_from_json(item: Any, index: int, limits: ParseLimits, budget: _Budget)
     for key in args:
         if not isinstance(key, str) or not _NAME_SEGMENT.match(key) or key.startswith("__"):
             raise ToolCallParseError(f"{name}: invalid argument name {key!r}")
-    _check_json_value(args, budget, 1)
+    for value in args.values():
+        _check_json_value(value, budget, 1)
     return Call(name=name, arguments=dict(args))
 
 
@@ -383,8 +386,12 @@ def _load_json(text: str, limits: ParseLimits, *, what: str) -> Any:
         return json.loads(text, parse_constant=_reject_constant)
     except json.JSONDecodeError as exc:
         raise ToolCallParseError(f"{what} is not valid JSON: {exc.msg} at char {exc.pos}") from None
+    except ToolCallParseError:
+        raise
     except (RecursionError, MemoryError):
         raise ToolCallParseError(f"{what} JSON nests too deeply") from None
+    except ValueError as exc:  # e.g. an integer literal over Python's digit limit
+        raise ToolCallParseError(f"{what} is not acceptable JSON: {exc}") from None
 
 
 def _reject_constant(name: str) -> Any:

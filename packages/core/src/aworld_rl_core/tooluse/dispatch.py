@@ -272,8 +272,15 @@ def signature_error_message(
         given = len(positional) + offset
         takes = f"{n_all}" if n_req == n_all else f"from {n_req} to {n_all}"
         plural = "argument" if n_all == 1 and n_req == n_all else "arguments"
-        was = "was" if given == 1 else "were"
-        return f"{qual} takes {takes} positional {plural} but {given} {was} given"
+        kwonly = sum(p.kind is P.KEYWORD_ONLY and p.name in arguments for p in params)
+        extra = ""
+        if kwonly:
+            extra = (
+                f" positional argument{'s' if given != 1 else ''} "
+                f"(and {kwonly} keyword-only argument{'s' if kwonly != 1 else ''})"
+            )
+        was = "was" if given == 1 and not kwonly else "were"
+        return f"{qual} takes {takes} positional {plural} but {given}{extra} {was} given"
     missing_pos = [
         p.name
         for p in pos_params[len(positional) :]
