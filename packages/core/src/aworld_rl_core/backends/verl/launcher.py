@@ -1,0 +1,321 @@
+"""Launching verl: parquet data, Hydra overrides, and the ``main_ppo`` / ``ray job submit`` command.
+
+Nothing here imports verl (a dry run works without it). The mapping from our config:
+
+- ``trainer``: lr, weight decay, grad clip, batch size (prompts per step), micro batch, epochs /
+  max steps, seed, checkpoint frequency and resume.
+- ``trainer.rl``: group size (``rollout.n``), KL loss coefficient and estimator, clip low/high,
+  dual clip, entropy, max turns, max new tokens per turn, response length, sampling.
+- ``trainer.verl``: rollout engine, nodes/GPUs, TP, memory, estimator, loss, agent loop, loggers.
+
+Rows with an environment use our agent loop (``aworld_env``); other rows use verl's single-turn
+loop and our ``compute_score`` (``pkg://`` path, so no shared filesystem is needed).
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import re
+import shlex
+import sys
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from aworld_rl_core.backends.verl.specs import SPEC_KEY, EpisodeSpec, Ref, reward_refs, to_jsonable
+from aworld_rl_core.errors import ConfigError
+
+if TYPE_CHECKING:
+    from aworld_rl_core.backends.base import TrainJob
+    from aworld_rl_core.backends.config import ModelConfig, TrainerConfig
+
+REWARD_MODULE = "pkg://aworld_rl_core.backends.verl.reward"
+SINGLE_TURN_LOOP = "single_turn_agent"
+METRICS_FILE = "verl_metrics.jsonl"
+_SAFE = re.compile(r"^[A-Za-z0-9_\-+./:@~]+$")
+_KEYWORDS = {"null", "true", "false", "nan", "inf", "-inf", "~"}
+
+
+def hydra_value(value: Any) -> str:
+    """``value`` in Hydra's override grammar (strings quoted when they need it)."""
+    if value is None:
+        return "null"
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, (int, float)):
+        return repr(value)
+    if isinstance(value, (list, tuple)):
+        return "[" + ",".join(hydra_value(v) for v in value) + "]"
+    text = str(value)
+    if _SAFE.match(text) and text.lower() not in _KEYWORDS and not _is_number(text):
+        return text
+    return "'" + text.replace("\\", "\\\\").replace("'", "\\'") + "'"
+
+
+def _is_number(text: str) -> bool:
+    try:
+        float(text)
+    except ValueError:
+        return False
+    return True
+
+
+# ----------------------------------------------------------------------------------- data
+
+
+def episode_spec(row: Mapping[str, Any], job: TrainJob) -> EpisodeSpec:
+    """The spec one row carries to the verl workers."""
+    env = Ref.of(job.env_factory, "environment factory") if job.env_factory else None
+    rewards = reward_refs(job.rewards)
+    weights = tuple(float(w) for w in job.reward_weights) if job.reward_weights else ()
+    if env is None and not rewards:
+        raise ConfigError(
+            "the verl backend needs a reward: give the TrainJob an env_factory (episode reward) "
+            "or reward functions"
+        )
+    return EpisodeSpec(
+        task=to_jsonable(dict(row), "row"),
+        env=env,
+        rewards=rewards,
+        weights=weights,
+        max_new_tokens=job.trainer.rl.max_new_tokens,
+    )
+
+
+def _prompt(row: Mapping[str, Any], index: int) -> list[dict[str, Any]]:
+    prompt = row.get("prompt")
+    if isinstance(prompt, str):
+        return [{"role": "user", "content": prompt}]
+    if isinstance(prompt, Sequence) and prompt and all(isinstance(m, Mapping) for m in prompt):
+        return [{"role": str(m["role"]), "content": str(m.get("content") or "")} for m in prompt]
+    raise ConfigError(
+        f"row {index} has no 'prompt' (a string or a list of chat messages); RL rows need one"
+    )
+
+
+def verl_row(
+    row: Mapping[str, Any], index: int, split: str, spec: EpisodeSpec, agent_loop: str
+) -> dict[str, Any]:
+    """One RLHFDataset row: prompt, data source, ground truth and our spec in ``extra_info``."""
+    truth = row.get("ground_truth", "")
+    return {
+        "data_source": str(row.get("data_source") or "aworld"),
+        "agent_name": agent_loop if spec.env is not None else SINGLE_TURN_LOOP,
+        "prompt": _prompt(row, index),
+        "ability": str(row.get("ability") or "agent"),
+        "reward_model": {
+            "style": "rule",
+            "ground_truth": truth if isinstance(truth, str) else json.dumps(truth),
+        },
+        "extra_info": {"index": index, "split": split, SPEC_KEY: spec.dumps()},
+    }
+
+
+def write_parquet(rows: Sequence[Mapping[str, Any]], path: Path) -> Path:
+    """Write rows as parquet (pyarrow; the file verl's RLHFDataset reads)."""
+    try:
+        import pyarrow as pa
+        import pyarrow.parquet as pq
+    except ModuleNotFoundError:
+        raise ConfigError(
+            "writing verl's parquet needs pyarrow: pip install pyarrow (or aworld-rl-core[verl])"
+        ) from None
+
+    if not rows:
+        raise ConfigError(f"no rows to write to {path}: the training set is empty")
+    path.parent.mkdir(parents=True, exist_ok=True)
+    pq.write_table(pa.Table.from_pylist([dict(r) for r in rows]), path)
+    return path
+
+
+def write_data(job: TrainJob, data_dir: Path) -> tuple[Path, Path]:
+    """``train.parquet`` and ``val.parquet`` (val = the first train rows when no eval rows)."""
+    agent_loop = job.trainer.verl.agent_loop
+    train = [
+        verl_row(r, i, "train", episode_spec(r, job), agent_loop)
+        for i, r in enumerate(job.train_rows)
+    ]
+    evals = job.eval_rows or job.train_rows[: max(1, job.trainer.batch_size)]
+    val = [verl_row(r, i, "val", episode_spec(r, job), agent_loop) for i, r in enumerate(evals)]
+    return (
+        write_parquet(train, data_dir / "train.parquet"),
+        write_parquet(val, data_dir / "val.parquet"),
+    )
+
+
+# ------------------------------------------------------------------------------ overrides
+
+
+@dataclass(frozen=True)
+class LaunchPaths:
+    """Where verl reads data and writes checkpoints and metrics (as seen by verl)."""
+
+    train_file: str
+    val_file: str
+    checkpoint_dir: str
+    metrics_file: str | None = None
+    experiment_name: str = "run"
+
+
+def total_steps(trainer: TrainerConfig, n_rows: int) -> int:
+    """Optimizer steps verl will run (its dataloader drops the last partial batch)."""
+    if trainer.max_steps > 0:
+        return trainer.max_steps
+    return max(1, n_rows // trainer.batch_size) * max(1, math.ceil(trainer.epochs))
+
+
+def build_overrides(
+    model: ModelConfig,
+    trainer: TrainerConfig,
+    paths: LaunchPaths,
+    *,
+    n_rows: int,
+    uses_env: bool,
+    resume: bool = False,
+) -> list[str]:
+    """Hydra overrides for ``verl.trainer.main_ppo`` (``+key`` adds a key verl lacks)."""
+    rl, verl = trainer.rl, trainer.verl
+    if model.chat_template:
+        raise ConfigError(
+            "model.chat_template is not passed to verl: save the template in the tokenizer "
+            "(tokenizer_config.json) that model.tokenizer / the model path points to"
+        )
+    mini = verl.mini_batch_size or trainer.batch_size
+    if trainer.batch_size % mini:
+        raise ConfigError(
+            f"trainer.verl.mini_batch_size={mini} must divide trainer.batch_size="
+            f"{trainer.batch_size}"
+        )
+    steps = total_steps(trainer, n_rows)
+    save_freq = trainer.save_steps if trainer.save_steps > 0 else steps
+    ar = "actor_rollout_ref"
+    o: dict[str, Any] = {
+        "data.train_files": paths.train_file,
+        "data.val_files": paths.val_file,
+        "data.train_batch_size": trainer.batch_size,
+        "data.max_prompt_length": verl.max_prompt_length,
+        "data.max_response_length": rl.max_response_tokens,
+        "data.filter_overlong_prompts": True,
+        "data.truncation": "error",
+        "data.return_raw_chat": True,
+        "data.seed": trainer.seed,
+        f"{ar}.model.path": model.name_or_path,
+        f"{ar}.model.enable_gradient_checkpointing": verl.gradient_checkpointing,
+        f"{ar}.model.use_remove_padding": True,
+        f"{ar}.actor.optim.lr": trainer.learning_rate,
+        f"{ar}.actor.optim.weight_decay": trainer.weight_decay,
+        f"{ar}.actor.optim.clip_grad": trainer.max_grad_norm,
+        f"{ar}.actor.ppo_mini_batch_size": mini,
+        f"{ar}.actor.ppo_micro_batch_size_per_gpu": trainer.micro_batch_size,
+        f"{ar}.actor.use_kl_loss": rl.kl_coef > 0,
+        f"{ar}.actor.kl_loss_coef": rl.kl_coef,
+        f"{ar}.actor.kl_loss_type": rl.kl_estimator,
+        f"{ar}.actor.clip_ratio_low": rl.clip_low,
+        f"{ar}.actor.clip_ratio_high": rl.clip_high,
+        f"{ar}.actor.entropy_coeff": rl.entropy_coef,
+        f"{ar}.actor.loss_agg_mode": verl.loss_agg_mode,
+        f"{ar}.actor.policy_loss.loss_mode": verl.policy_loss,
+        f"{ar}.actor.data_loader_seed": trainer.seed,
+        f"{ar}.actor.fsdp_config.param_offload": verl.param_offload,
+        f"{ar}.actor.fsdp_config.optimizer_offload": verl.optimizer_offload,
+        f"{ar}.ref.log_prob_micro_batch_size_per_gpu": trainer.micro_batch_size,
+        f"{ar}.ref.fsdp_config.param_offload": verl.param_offload,
+        f"{ar}.rollout.name": verl.rollout_engine,
+        f"{ar}.rollout.mode": "async",
+        f"{ar}.rollout.n": rl.group_size,
+        f"{ar}.rollout.temperature": rl.temperature,
+        f"{ar}.rollout.top_p": rl.top_p,
+        f"{ar}.rollout.seed": trainer.seed,
+        f"{ar}.rollout.tensor_model_parallel_size": verl.tensor_parallel,
+        f"{ar}.rollout.gpu_memory_utilization": verl.gpu_memory_utilization,
+        f"{ar}.rollout.log_prob_micro_batch_size_per_gpu": trainer.micro_batch_size,
+        f"{ar}.rollout.multi_turn.enable": uses_env,
+        f"{ar}.rollout.multi_turn.max_assistant_turns": rl.max_turns,
+        f"{ar}.rollout.agent.num_workers": verl.agent_workers,
+        f"{ar}.rollout.agent.default_agent_loop": verl.agent_loop if uses_env else SINGLE_TURN_LOOP,
+        "algorithm.adv_estimator": verl.adv_estimator,
+        "algorithm.use_kl_in_reward": False,
+        "reward.custom_reward_function.path": REWARD_MODULE,
+        "reward.custom_reward_function.name": "compute_score",
+        "trainer.nnodes": verl.nnodes,
+        "trainer.n_gpus_per_node": verl.gpus_per_node,
+        "trainer.total_epochs": max(1, math.ceil(trainer.epochs)),
+        "trainer.total_training_steps": trainer.max_steps if trainer.max_steps > 0 else None,
+        "trainer.save_freq": save_freq,
+        "trainer.test_freq": verl.test_freq,
+        "trainer.val_before_train": verl.val_before_train,
+        "trainer.default_local_dir": paths.checkpoint_dir,
+        "trainer.resume_mode": "auto" if (resume or trainer.resume) else "disable",
+        "trainer.project_name": verl.project_name,
+        "trainer.experiment_name": verl.experiment_name or paths.experiment_name,
+    }
+    if rl.dual_clip is not None:
+        o[f"{ar}.actor.clip_ratio_c"] = rl.dual_clip
+    loggers = list(dict.fromkeys(verl.loggers))
+    if paths.metrics_file:
+        loggers.append("file")
+        o["+ray_kwargs.ray_init.runtime_env.env_vars.VERL_FILE_LOGGER_PATH"] = paths.metrics_file
+    o["trainer.logger"] = list(dict.fromkeys(loggers))
+    return [f"{k}={hydra_value(v)}" for k, v in o.items()] + list(verl.extra_overrides)
+
+
+# -------------------------------------------------------------------------------- command
+
+
+@dataclass(frozen=True)
+class Launch:
+    """A ready verl launch: the command, its environment and where things go."""
+
+    command: list[str]
+    overrides: list[str]
+    data_dir: Path
+    env: dict[str, str] = field(default_factory=dict)
+    metrics_file: Path | None = None
+
+    def shell(self) -> str:
+        """The command as one shell line (with its environment variables)."""
+        env = " ".join(f"{k}={shlex.quote(v)}" for k, v in self.env.items())
+        return (env + " " if env else "") + shlex.join(self.command)
+
+
+def plan_launch(job: TrainJob, run_dir: Path, checkpoint_dir: Path, *, resume: bool) -> Launch:
+    """Write the parquet files and build the command (local ``main_ppo`` or a Ray job)."""
+    verl = job.trainer.verl
+    data_dir = run_dir / "verl_data"
+    train_file, val_file = write_data(job, data_dir)
+    remote = verl.ray_address is not None
+    metrics = None if remote else run_dir / METRICS_FILE
+    paths = LaunchPaths(
+        # A Ray job runs in a copy of data_dir (its working dir): paths are relative there.
+        train_file=train_file.name if remote else str(train_file),
+        val_file=val_file.name if remote else str(val_file),
+        checkpoint_dir=str(checkpoint_dir),
+        metrics_file=str(metrics) if metrics else None,
+        experiment_name=run_dir.name,
+    )
+    overrides = build_overrides(
+        job.model,
+        job.trainer,
+        paths,
+        n_rows=len(job.train_rows),
+        uses_env=job.env_factory is not None,
+        resume=resume,
+    )
+    main = ["-m", "verl.trainer.main_ppo", *overrides]
+    if not remote:
+        env = {"VERL_FILE_LOGGER_PATH": str(metrics)} if metrics else {}
+        return Launch([sys.executable, *main], overrides, data_dir, env, metrics)
+    command = ["ray", "job", "submit", "--address", str(verl.ray_address)]
+    command += ["--working-dir", str(data_dir)]
+    if verl.ray_runtime_env:
+        try:
+            json.loads(verl.ray_runtime_env)
+        except json.JSONDecodeError as exc:
+            raise ConfigError(f"trainer.verl.ray_runtime_env is not valid JSON: {exc}") from None
+        command += ["--runtime-env-json", verl.ray_runtime_env]
+    if verl.ray_no_wait:
+        command.append("--no-wait")
+    command += ["--", verl.python, *main]
+    return Launch(command, overrides, data_dir)
