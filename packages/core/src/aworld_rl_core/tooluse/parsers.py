@@ -150,10 +150,10 @@ def _guarded(protocol: str) -> Callable[[_Parser], _Parser]:
 
         @functools.wraps(fn)
         def parser(text: Any, **options: Any) -> ParsedResponse:
-            sig.bind(text, **options)  # unknown options: TypeError, the caller's mistake
-            tags = {k: v for k, v in options.items() if k.endswith("_tag")}
-            if tags:
-                _check_tags(**tags)
+            bound = sig.bind(text, **options)  # unknown options: TypeError, the caller's mistake
+            if any(k.endswith("_tag") for k in options):
+                bound.apply_defaults()
+                _check_tags(**{k: v for k, v in bound.arguments.items() if k.endswith("_tag")})
             if not isinstance(text, str):
                 msg = f"response is a {type(text).__name__}, not str"
                 return ParsedResponse(None, [], None, [msg], "", protocol)
@@ -411,9 +411,11 @@ def get_parser(protocol: str, **options: Any) -> Callable[[str], ParsedResponse]
             raise ValueError(
                 f"protocol {protocol!r} has no option {key!r} (valid: {', '.join(valid)})"
             )
-    tags = {k: v for k, v in options.items() if k.endswith("_tag")}
-    if tags:
-        _check_tags(**tags)
+    if any(k.endswith("_tag") for k in options):
+        defaults = {
+            k: p.default for k, p in inspect.signature(fn).parameters.items() if k.endswith("_tag")
+        }
+        _check_tags(**{**defaults, **{k: v for k, v in options.items() if k.endswith("_tag")}})
     return functools.partial(fn, **options)
 
 
