@@ -1,0 +1,85 @@
+"""A scripted toy environment and rewards for the verl backend tests (no verl import).
+
+``CounterEnv``: the model must bring a counter from 0 to ``target`` by answering ``add N``;
+each non-final step observes ``value=V`` as a user message; reaching the target ends the episode
+with reward 1.0; text that is not ``add N`` costs a 0.1 format penalty.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Mapping
+from typing import Any
+
+from aworld_rl_core import hookimpl
+from aworld_rl_core.env import Step
+
+_ADD = re.compile(r"^\s*add\s+(-?\d+)\s*$")
+
+
+class CounterEnv:
+    """Count to a target, one ``add N`` per turn."""
+
+    closed_count = 0  # how many episodes were closed (checked by the tests)
+
+    def __init__(self, target: int = 3) -> None:
+        self.target = int(target)
+        self.value = 0
+
+    def reset(self, task: Mapping[str, Any] | None = None) -> list[dict[str, Any]]:
+        if task and "target" in task:
+            self.target = int(task["target"])
+        self.value = 0
+        return [{"role": "user", "content": f"Bring the counter to {self.target}. Say: add N"}]
+
+    def step(self, model_text: str) -> Step:
+        match = _ADD.match(model_text)
+        if match is None:
+            note = [{"role": "user", "content": "error: answer exactly 'add N'"}]
+            return Step(note, reward=-0.1, info={"format_error": 1})
+        self.value += int(match.group(1))
+        if self.value == self.target:
+            return Step([], reward=1.0, done=True, info={"value": self.value})
+        return Step(
+            [{"role": "user", "content": f"value={self.value}"}], info={"value": self.value}
+        )
+
+    def close(self) -> None:
+        CounterEnv.closed_count += 1
+
+
+def counter_env(row: Mapping[str, Any]) -> CounterEnv:
+    """A ``TrainJob.env_factory``: one ``CounterEnv`` per row."""
+    return CounterEnv(int(row.get("target", 3)))
+
+
+def exact_answer(completions: list[Any], ground_truth: list[str], **_: Any) -> list[float]:
+    """1.0 when the (last) assistant text equals the ground truth after stripping."""
+    out = []
+    for completion, truth in zip(completions, ground_truth, strict=True):
+        text = completion if isinstance(completion, str) else completion[-1]["content"]
+        out.append(float(text.strip() == str(truth).strip()))
+    return out
+
+
+def brevity(completions: list[Any], limit: list[int] | None = None, **_: Any) -> list[float]:
+    """1.0 minus 0.1 per word over ``limit`` (default 3), floored at 0."""
+    out = []
+    for i, completion in enumerate(completions):
+        text = completion if isinstance(completion, str) else completion[-1]["content"]
+        cap = limit[i] if limit else 3
+        out.append(max(0.0, 1.0 - 0.1 * max(0, len(text.split()) - cap)))
+    return out
+
+
+class ToyPlugin:
+    """Registers the toys under ``toy.*`` for registry lookups by name."""
+
+    @hookimpl
+    def register_environments(self, register):
+        register("toy.counter", CounterEnv, help="count to a target")
+
+    @hookimpl
+    def register_rewards(self, register):
+        register("toy.exact", exact_answer, help="exact answer")
+        register("toy.brevity", brevity, help="short answers")
