@@ -1,0 +1,214 @@
+"""``LlamaFactoryBackend``: SFT through LLaMA-Factory, in its own environment, with our loss.
+
+The backend writes the rows as sharegpt data (+ ``dataset_info.json``), the training
+arguments and a spec under ``<run>/llamafactory/``, then runs ``worker.py`` with
+``trainer.llamafactory.python``. The worker streams events (logs, saves) to a JSON-lines file
+that the backend follows to log metrics and drive the progress bar. Checkpoints go to
+``run.checkpoint_dir`` (``checkpoint-N`` folders; the final model at its top level).
+"""
+
+from __future__ import annotations
+
+import json
+import shutil
+import subprocess
+import sys
+import time
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+import yaml
+
+from aworld_rl_core.backends.llamafactory.launch import (
+    EVAL_NAME,
+    TRAIN_NAME,
+    LlamaFactoryError,
+    build_train_args,
+    checkpoints,
+    command,
+    latest_checkpoint,
+    model_source,
+    python_path_dir,
+    subprocess_env,
+    write_dataset,
+    write_loss,
+)
+
+if TYPE_CHECKING:
+    from aworld_rl_core.backends.base import TrainJob
+    from aworld_rl_core.recipe import Run, RunResult
+
+POLL_S = 0.5
+LOG_TAIL_LINES = 40
+
+
+class LlamaFactoryBackend:
+    """SFT through LLaMA-Factory 0.9.5 (``trainer.backend=llamafactory``)."""
+
+    name = "llamafactory"
+
+    def train(self, job: TrainJob) -> RunResult:
+        from aworld_rl_core.recipe import RunResult
+
+        if job.env_factory is not None or job.rewards:
+            raise LlamaFactoryError(
+                "the llamafactory backend does supervised fine-tuning only: use "
+                "trainer.backend=trl or verl for environment / reward (RL) training"
+            )
+        if not job.train_rows:
+            raise LlamaFactoryError("the llamafactory backend got no training rows")
+        lf = job.trainer.llamafactory
+        python = _python(lf.python)
+        work = job.run.dir.resolve() / "llamafactory"
+        work.mkdir(parents=True, exist_ok=True)
+        data_dir = work / "data"
+        if data_dir.exists():
+            shutil.rmtree(data_dir)
+        per_turn = job.trainer.sft.per_turn
+        n_train = write_dataset(job.train_rows, data_dir, TRAIN_NAME, per_turn)
+        n_eval = write_dataset(job.eval_rows, data_dir, EVAL_NAME, per_turn) if job.eval_rows else 0
+        resume_from = latest_checkpoint(job.run.checkpoint_dir) if job.trainer.resume else None
+        args = build_train_args(job, data_dir, has_eval=n_eval > 0, resume_from=resume_from)
+        args_file = work / "train_args.yaml"
+        args_file.write_text(yaml.safe_dump(args, sort_keys=False), encoding="utf-8")
+        events = work / "events.jsonl"
+        events.unlink(missing_ok=True)
+        spec = {
+            "train_args": str(args_file),
+            "resolved_args": str(work / "train_args.resolved.yaml"),
+            "events": str(events),
+            "loss": str(write_loss(job.loss, work / "loss.pkl")) if job.loss is not None else None,
+            "tiny_arch": model_source(job.model.name_or_path)[1],
+            "seed": job.trainer.seed,
+            "dtype": job.model.dtype,
+            "extra_args": dict(lf.extra_args),
+        }
+        spec_file = work / "spec.json"
+        spec_file.write_text(json.dumps(spec, indent=2), encoding="utf-8")
+        path_dir = python_path_dir(work / "pythonpath", stub_torchaudio=lf.stub_torchaudio)
+        env = subprocess_env(path_dir)
+        log_file = work / "worker.log"
+        job.run.log({"llamafactory/train_samples": n_train, "llamafactory/eval_samples": n_eval})
+        final = _run_worker(
+            command(python, lf.nproc_per_node, spec_file),
+            env,
+            work,
+            log_file,
+            events,
+            job.run,
+            total=job.trainer.max_steps if job.trainer.max_steps > 0 else None,
+        )
+        final.update(train_samples=float(n_train), eval_samples=float(n_eval))
+        if resume_from is not None:
+            final["resumed_from_step"] = float(resume_from.name.split("-")[1])
+        return RunResult(
+            metrics=final,
+            outputs={
+                "model": job.run.checkpoint_dir,
+                "data": data_dir,
+                "train_args": args_file,
+                "log": log_file,
+            },
+            checkpoints=checkpoints(job.run.checkpoint_dir),
+        )
+
+
+def _python(configured: str | None) -> str:
+    if configured is None:
+        return sys.executable
+    found = shutil.which(configured)
+    if found is None:
+        raise LlamaFactoryError(
+            f"trainer.llamafactory.python={configured!r} is not an executable; give the python "
+            "of the environment where llamafactory==0.9.5 is installed"
+        )
+    return found
+
+
+def _run_worker(
+    cmd: list[str],
+    env: dict[str, str],
+    cwd: Path,
+    log_file: Path,
+    events: Path,
+    run: Run,
+    total: int | None,
+) -> dict[str, float]:
+    """Run the worker, forwarding its events to ``run``; the last value of every metric."""
+    final: dict[str, float] = {}
+    with log_file.open("ab") as log:
+        log.write(f"$ {' '.join(cmd)}\n".encode())
+        log.flush()
+        proc = subprocess.Popen(cmd, stdout=log, stderr=subprocess.STDOUT, env=env, cwd=cwd)
+        try:
+            steps = _follow(proc, events, _forwarder(run, final))
+            for _ in run.progress(steps, total=total, desc="llamafactory sft"):
+                pass
+        finally:
+            if proc.poll() is None:
+                proc.terminate()
+                try:
+                    proc.wait(timeout=30)
+                except subprocess.TimeoutExpired:
+                    proc.kill()
+                    proc.wait()
+    if proc.returncode != 0:
+        raise LlamaFactoryError(
+            f"LLaMA-Factory training failed (exit code {proc.returncode}); the end of "
+            f"{log_file}:\n{_tail(log_file)}"
+        )
+    return final
+
+
+def _forwarder(run: Run, final: dict[str, float]) -> Callable[[dict[str, Any]], None]:
+    """Log each ``log`` event to ``run`` and keep the last value of every metric in ``final``."""
+
+    def handle(record: dict[str, Any]) -> None:
+        if record["event"] == "log":
+            run.log(record["metrics"], step=record["step"])
+            final.update(record["metrics"])
+            final["global_step"] = float(record["step"])
+
+    return handle
+
+
+def _follow(
+    proc: subprocess.Popen, events: Path, handle: Callable[[dict[str, Any]], None]
+) -> Iterator[int]:
+    """Hand each event the worker appends to ``handle``; yield once per optimizer step.
+
+    Ends when the worker has exited and its last events are read.
+    """
+    offset, step = 0, 0
+    while True:
+        running = proc.poll() is None
+        lines, offset = _read_new_lines(events, offset)
+        for line in lines:
+            record = json.loads(line)
+            if record["event"] == "begin":
+                step = record["step"]
+            handle(record)
+            while record.get("step", step) > step:
+                step += 1
+                yield step
+        if not running:
+            return
+        time.sleep(POLL_S)
+
+
+def _read_new_lines(path: Path, offset: int) -> tuple[list[str], int]:
+    """Complete lines appended to ``path`` after byte ``offset`` (a partial last line waits)."""
+    if not path.exists():
+        return [], offset
+    with path.open("rb") as fh:
+        fh.seek(offset)
+        chunk = fh.read()
+    end = chunk.rfind(b"\n") + 1
+    lines = chunk[:end].decode("utf-8").splitlines()
+    return [ln for ln in lines if ln.strip()], offset + end
+
+
+def _tail(path: Path, n: int = LOG_TAIL_LINES) -> str:
+    lines = path.read_text(encoding="utf-8", errors="replace").splitlines()
+    return "\n".join(lines[-n:])

@@ -1,0 +1,152 @@
+"""Inside the LLaMA-Factory environment: its SFT trainer with our loss hook, and an event log.
+
+LLaMA-Factory has no hook for a custom token loss: ``run_sft`` builds
+``llamafactory.train.sft.workflow.CustomSeq2SeqTrainer`` itself, looking the name up at call
+time. :func:`install_token_loss` replaces that name with a subclass whose ``compute_loss``
+calls ``loss(logits, labels, segments)`` on the shifted logits and labels.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from pathlib import Path
+from typing import Any
+
+import torch
+from transformers import TrainerCallback
+
+from aworld_rl_core.backends.llamafactory.segments import IGNORE_INDEX, segment_masks
+
+LOSS_STATE_FILE = "token_loss.pt"
+THINK_TAGS = ("<think>", "</think>")
+
+
+def tag_ids(tokenizer: Any, tag: str) -> list[int]:
+    """Token ids of ``tag`` without special tokens (one id when the tag is an added token)."""
+    ids = list(tokenizer.encode(tag, add_special_tokens=False))
+    if not ids:
+        raise ValueError(f"the tokenizer encodes {tag!r} to no tokens")
+    return ids
+
+
+def _loss_parameters(loss: Any) -> list[Any]:
+    if isinstance(loss, torch.nn.Module):
+        return [p for p in loss.parameters() if p.requires_grad]
+    return []
+
+
+def token_loss_trainer(base: type, loss: Any) -> type:
+    """A subclass of LLaMA-Factory's ``base`` SFT trainer that trains on ``loss``.
+
+    ``loss(logits, labels, segments)`` gets ``logits[:, :-1]`` and ``labels[:, 1:]`` (so
+    ``logits[b, t]`` predicts ``labels[b, t]``; -100 = ignore) and the segment masks. An
+    ``nn.Module`` loss is moved to the model's device; its trainable parameters join the
+    optimizer and are saved in (and restored from) each checkpoint. A loss exposing
+    ``alpha()`` has it logged as ``loss_alpha``.
+    """
+
+    class TokenLossTrainer(base):
+        def __init__(self, *args: Any, **kwargs: Any) -> None:
+            super().__init__(*args, **kwargs)
+            # our loss returns a per-micro-batch mean: let the Trainer divide by GA steps
+            self.model_accepts_loss_kwargs = False
+            self.compute_loss_func = None
+            if isinstance(loss, torch.nn.Module):
+                loss.to(self.args.device)
+            self._think_ids = [tag_ids(self.processing_class, tag) for tag in THINK_TAGS]
+            self._loss_params_added = False
+            self.add_callback(_LossStateCallback(loss))
+
+        def create_optimizer(self, *args: Any, **kwargs: Any) -> Any:
+            optimizer = super().create_optimizer(*args, **kwargs)
+            params = _loss_parameters(loss)
+            if params and not self._loss_params_added:
+                optimizer.add_param_group({"params": params, "weight_decay": 0.0})
+                self._loss_params_added = True
+            return optimizer
+
+        def train(self, resume_from_checkpoint: Any = None, *args: Any, **kwargs: Any) -> Any:
+            if isinstance(resume_from_checkpoint, str) and isinstance(loss, torch.nn.Module):
+                state = Path(resume_from_checkpoint) / LOSS_STATE_FILE
+                if state.is_file():
+                    loss.load_state_dict(torch.load(state, map_location=self.args.device))
+            return super().train(resume_from_checkpoint, *args, **kwargs)
+
+        def compute_loss(
+            self,
+            model: Any,
+            inputs: dict[str, Any],
+            return_outputs: bool = False,
+            num_items_in_batch: Any = None,
+        ) -> Any:
+            inputs = dict(inputs)
+            labels = inputs.pop("labels")
+            outputs = model(**inputs)
+            logits, shifted = outputs.logits[:, :-1, :], labels[:, 1:]
+            segments = segment_masks(shifted, *self._think_ids, ignore_index=IGNORE_INDEX)
+            value = loss(logits, shifted, segments)
+            return (value, outputs) if return_outputs else value
+
+        def log(self, logs: dict[str, float], *args: Any, **kwargs: Any) -> None:
+            alpha = getattr(loss, "alpha", None)
+            if callable(alpha) and "loss" in logs:
+                logs = {**logs, "loss_alpha": float(alpha())}
+            super().log(logs, *args, **kwargs)
+
+    TokenLossTrainer.__name__ = TokenLossTrainer.__qualname__ = f"TokenLoss{base.__name__}"
+    return TokenLossTrainer
+
+
+def install_token_loss(loss: Any) -> type:
+    """Make LLaMA-Factory's ``run_sft`` build a :func:`token_loss_trainer` around ``loss``."""
+    import llamafactory.train.sft.workflow as sft_workflow
+
+    patched = token_loss_trainer(sft_workflow.CustomSeq2SeqTrainer, loss)
+    sft_workflow.CustomSeq2SeqTrainer = patched
+    return patched
+
+
+class _LossStateCallback(TrainerCallback):
+    """Save a trainable loss's state next to each checkpoint."""
+
+    def __init__(self, loss: Any) -> None:
+        self.loss = loss
+
+    def on_save(self, args: Any, state: Any, control: Any, **kwargs: Any) -> None:
+        if _loss_parameters(self.loss) and state.is_world_process_zero:
+            folder = Path(args.output_dir) / f"checkpoint-{state.global_step}"
+            if folder.is_dir():
+                torch.save(self.loss.state_dict(), folder / LOSS_STATE_FILE)
+
+
+class EventsCallback(TrainerCallback):
+    """Append training events (begin, log, save, end) as JSON lines for the parent process."""
+
+    def __init__(self, path: str | Path) -> None:
+        self.path = Path(path)
+
+    def _write(self, state: Any, record: dict[str, Any]) -> None:
+        if not state.is_world_process_zero:
+            return
+        with self.path.open("a", encoding="utf-8") as fh:
+            fh.write(json.dumps(record) + "\n")
+
+    def on_train_begin(self, args: Any, state: Any, control: Any, **kwargs: Any) -> None:
+        record = {"event": "begin", "step": state.global_step, "max_steps": state.max_steps}
+        self._write(state, record)
+
+    def on_log(self, args: Any, state: Any, control: Any, logs: Any = None, **kwargs: Any) -> None:
+        metrics = {
+            k: float(v)
+            for k, v in (logs or {}).items()
+            if isinstance(v, (int, float)) and not isinstance(v, bool) and math.isfinite(v)
+        }
+        self._write(state, {"event": "log", "step": state.global_step, "metrics": metrics})
+
+    def on_save(self, args: Any, state: Any, control: Any, **kwargs: Any) -> None:
+        folder = Path(args.output_dir) / f"checkpoint-{state.global_step}"
+        self._write(state, {"event": "save", "step": state.global_step, "path": str(folder)})
+
+    def on_train_end(self, args: Any, state: Any, control: Any, **kwargs: Any) -> None:
+        self._write(state, {"event": "end", "step": state.global_step})
