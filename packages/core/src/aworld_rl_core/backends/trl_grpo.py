@@ -1,0 +1,238 @@
+"""The ``trl`` backend: TRL's GRPOTrainer with multi-turn rollouts over our environments.
+
+Each completion is one episode played by ``rollout.run_episodes`` through TRL's
+``rollout_func`` hook: model turns are trained on, environment and chat-template tokens are
+masked out of the loss (``env_mask``). Rewards are the job's reward functions (called with the
+episode messages as completions) plus, when the job has an environment, the environment's own
+episode return. Importing this module imports no heavy library.
+"""
+
+from __future__ import annotations
+
+import logging
+import re
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from aworld_rl_core.backends.base import TrainJob
+
+if TYPE_CHECKING:
+    from aworld_rl_core.recipe import RunResult
+
+log = logging.getLogger(__name__)
+
+TRL_KL_ESTIMATORS = ("k3", "low_var_kl")
+"""TRL computes the k3 estimator (``exp(r) - r - 1``); ``low_var_kl`` is k3 (verl also clips it
+to [-10, 10], which only matters for far-off-policy tokens)."""
+HEADLINE_METRICS = (
+    "reward_mean",
+    "reward_std",
+    "kl",
+    "entropy",
+    "grad_norm",
+    "loss",
+    "tokens_per_s",
+    "episode/return",
+    "episode/turns",
+)
+_CHECKPOINT = re.compile(r"^checkpoint-(\d+)$")
+
+
+@dataclass(frozen=True)
+class BatchLayout:
+    """How ``trainer.batch_size`` prompts x ``rl.group_size`` completions split into passes."""
+
+    per_device_batch: int
+    accumulation_steps: int
+
+    @classmethod
+    def of(cls, batch_size: int, group_size: int, micro_batch_size: int) -> BatchLayout:
+        if group_size < 2:
+            raise ValueError(f"trainer.rl.group_size must be >= 2 for GRPO, got {group_size}")
+        if batch_size < 1 or micro_batch_size < 1:
+            raise ValueError("trainer.batch_size and trainer.micro_batch_size must be >= 1")
+        completions = batch_size * group_size
+        micro = min(micro_batch_size, completions)
+        if completions % micro:
+            raise ValueError(
+                f"trainer.micro_batch_size={micro_batch_size} must divide trainer.batch_size x "
+                f"trainer.rl.group_size = {completions} completions per step"
+            )
+        return cls(per_device_batch=micro, accumulation_steps=completions // micro)
+
+
+def checkpoints_in(directory: Path) -> list[Path]:
+    """``checkpoint-<step>`` folders under ``directory``, oldest first."""
+    if not directory.is_dir():
+        return []
+    found = [p for p in directory.iterdir() if p.is_dir() and _CHECKPOINT.match(p.name)]
+    return sorted(found, key=lambda p: int(_CHECKPOINT.match(p.name).group(1)))
+
+
+def check_job(job: TrainJob) -> None:
+    """Reject what this backend cannot do, with the fix in the message."""
+    rl = job.trainer.rl
+    if job.loss is not None:
+        raise ValueError(
+            "the trl backend trains with the GRPO policy loss and takes no token loss "
+            "(job.loss): use trainer.backend=hf-sft for SFT losses"
+        )
+    if not job.train_rows:
+        raise ValueError("the trl backend got no training rows")
+    if not job.rewards and job.env_factory is None:
+        raise ValueError("the trl backend needs reward functions or an environment (or both)")
+    if rl.kl_estimator not in TRL_KL_ESTIMATORS:
+        raise ValueError(
+            f"trainer.rl.kl_estimator={rl.kl_estimator!r} is not available with trl (it computes "
+            f"k3): use one of {', '.join(TRL_KL_ESTIMATORS)}, or trainer.backend=verl"
+        )
+    if rl.dual_clip is not None:
+        log.warning(
+            "trainer.rl.dual_clip=%s is ignored by the trl backend (verl only)", rl.dual_clip
+        )
+    expected = len(job.rewards) + (job.env_factory is not None)
+    if job.reward_weights is not None and len(job.reward_weights) not in (
+        len(job.rewards),
+        expected,
+    ):
+        raise ValueError(
+            f"got {len(job.reward_weights)} reward weights for {len(job.rewards)} reward "
+            f"functions{' + the environment return' if job.env_factory else ''}: give one "
+            "per reward function (the environment return then weighs 1.0) or one more for it"
+        )
+    BatchLayout.of(job.trainer.batch_size, rl.group_size, job.trainer.micro_batch_size)
+
+
+def _reward_weights(job: TrainJob) -> list[float] | None:
+    if job.reward_weights is None:
+        return None
+    weights = [float(w) for w in job.reward_weights]
+    if job.env_factory is not None and len(weights) == len(job.rewards):
+        weights.append(1.0)
+    return weights
+
+
+def grpo_args(job: TrainJob, *, use_cpu: bool, eval_batch: int | None = None) -> Any:
+    """Map our ``TrainerConfig`` onto TRL's ``GRPOConfig``."""
+    from trl import GRPOConfig
+
+    t, rl = job.trainer, job.trainer.rl
+    layout = BatchLayout.of(t.batch_size, rl.group_size, t.micro_batch_size)
+    return GRPOConfig(
+        output_dir=str(job.run.checkpoint_dir),
+        per_device_train_batch_size=layout.per_device_batch,
+        gradient_accumulation_steps=layout.accumulation_steps,
+        per_device_eval_batch_size=eval_batch or rl.group_size,
+        num_generations=rl.group_size,
+        max_completion_length=rl.max_response_tokens,
+        temperature=rl.temperature,
+        top_p=rl.top_p,
+        beta=rl.kl_coef,
+        epsilon=rl.clip_low,
+        epsilon_high=rl.clip_high,
+        entropy_coef=rl.entropy_coef,
+        reward_weights=_reward_weights(job),
+        learning_rate=t.learning_rate,
+        lr_scheduler_type="constant",
+        weight_decay=t.weight_decay,
+        max_grad_norm=t.max_grad_norm,
+        max_steps=t.max_steps,
+        num_train_epochs=t.epochs,
+        seed=t.seed,
+        data_seed=t.seed,
+        logging_steps=t.logging_steps,
+        save_strategy="steps",
+        save_steps=t.save_steps if t.save_steps > 0 else 10**9,  # always saved at the end
+        use_cpu=use_cpu,
+        bf16=False,
+        fp16=False,
+        report_to="none",
+        disable_tqdm=True,
+        remove_unused_columns=False,
+    )
+
+
+class TrlGrpoBackend:
+    """GRPO with TRL on CPU or one GPU (see the module docstring)."""
+
+    name = "trl"
+
+    def train(self, job: TrainJob) -> RunResult:
+        check_job(job)
+        import torch
+        from datasets import Dataset
+        from transformers import set_seed
+
+        from aworld_rl_core.backends import trl_trainer as glue
+        from aworld_rl_core.backends.rollout import ChatCodec, RolloutLimits
+        from aworld_rl_core.recipe import RunResult
+        from aworld_rl_core.testing.tiny import load_model_and_tokenizer
+
+        t, rl, run = job.trainer, job.trainer.rl, job.run
+        set_seed(t.seed)
+        model, tokenizer = load_model_and_tokenizer(job.model, seed=t.seed)
+        rows = [*job.train_rows, *job.eval_rows]
+        rollout = glue.EpisodeRollout(
+            rows,
+            job.env_factory,
+            ChatCodec(tokenizer),
+            RolloutLimits(
+                max_turns=rl.max_turns,
+                max_new_tokens=rl.max_new_tokens,
+                max_response_tokens=rl.max_response_tokens,
+            ),
+            temperature=rl.temperature,
+            top_p=rl.top_p,
+        )
+        rewards = [glue.EpisodeReward(fn, rows) for fn in job.rewards]
+        if job.env_factory is not None:
+            rewards.append(glue.env_return)
+        callback = glue.RunLogCallback(run)
+        trainer = glue.EnvGRPOTrainer(
+            rollout=rollout,
+            model=model,
+            reward_funcs=rewards,
+            args=grpo_args(job, use_cpu=not torch.cuda.is_available()),
+            train_dataset=_index_dataset(Dataset, range(len(job.train_rows))),
+            eval_dataset=(
+                _index_dataset(Dataset, range(len(job.train_rows), len(rows)))
+                if job.eval_rows
+                else None
+            ),
+            processing_class=tokenizer,
+            callbacks=[callback],
+        )
+        resume_from = None
+        if t.resume or getattr(run, "resume", False):
+            found = checkpoints_in(run.checkpoint_dir)
+            if found:
+                resume_from = str(found[-1])
+                log.info("resuming from %s", resume_from)
+            else:
+                log.warning("resume requested but %s holds no checkpoint", run.checkpoint_dir)
+        output = trainer.train(resume_from_checkpoint=resume_from)
+        metrics = {k: callback.last[k] for k in HEADLINE_METRICS if k in callback.last}
+        metrics.update(
+            {
+                "global_step": float(output.global_step),
+                "train_loss": float(output.training_loss),
+            }
+        )
+        if job.eval_rows:
+            evaluated = trainer.evaluate()
+            metrics.update({k: float(v) for k, v in evaluated.items() if _is_number(v)})
+        checkpoints = checkpoints_in(run.checkpoint_dir)
+        outputs = {"model": checkpoints[-1]} if checkpoints else {}
+        return RunResult(metrics=metrics, outputs=outputs, checkpoints=checkpoints)
+
+
+def _index_dataset(dataset_cls: Any, indices: range) -> Any:
+    """What TRL iterates: a placeholder prompt and the row index (rows stay Python objects)."""
+    from aworld_rl_core.backends.trl_trainer import ROW_INDEX
+
+    return dataset_cls.from_list([{"prompt": f"row {i}", ROW_INDEX: i} for i in indices])
+
+
+def _is_number(value: Any) -> bool:
+    return isinstance(value, (int, float)) and not isinstance(value, bool)

@@ -1,0 +1,211 @@
+"""TRL glue for the ``trl`` backend: episode rollouts, reward adapters, metric forwarding.
+
+This module imports torch, transformers and trl at import time; ``trl_grpo`` imports it only
+inside ``train``.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable, Mapping, Sequence
+from typing import Any, ClassVar
+
+from transformers import TrainerCallback
+from trl import GRPOTrainer
+
+from aworld_rl_core.backends.hf_generate import HfGenerator
+from aworld_rl_core.backends.rollout import ChatCodec, Episode, RolloutLimits, run_episodes
+from aworld_rl_core.env import Environment, Message, Step
+
+ROW_INDEX = "row_index"
+"""The only data column TRL sees besides a placeholder prompt; rows stay Python objects."""
+EPISODE = "episode"
+"""Rollout extra field: the ``Episode`` of each completion, handed to the reward adapters."""
+
+
+class PromptOnlyEnv:
+    """A one-turn 'environment' for rows without one: the row's ``prompt``, no reward."""
+
+    def __init__(self, row: Mapping[str, Any]) -> None:
+        prompt = row.get("prompt")
+        if isinstance(prompt, str):
+            prompt = [{"role": "user", "content": prompt}]
+        if not prompt:
+            raise ValueError(
+                "an RL row without an environment needs a 'prompt' column (chat messages or "
+                f"text); this row has keys {sorted(row)}"
+            )
+        self.prompt: list[Message] = list(prompt)
+
+    def reset(self, task: Mapping[str, Any] | None = None) -> list[Message]:
+        return self.prompt
+
+    def step(self, model_text: str) -> Step:
+        return Step(observation=[], done=True)
+
+    def close(self) -> None:
+        pass
+
+
+class EpisodeRollout:
+    """TRL ``rollout_func``: plays one episode per completion over our Environment protocol.
+
+    The trainer binds the current batch's rows first (``EnvGRPOTrainer``). Environment and
+    chat-template tokens get ``env_mask`` 0, so TRL leaves them out of the loss.
+    """
+
+    def __init__(
+        self,
+        rows: Sequence[Mapping[str, Any]],
+        env_factory: Callable[[Mapping[str, Any]], Environment] | None,
+        codec: ChatCodec,
+        limits: RolloutLimits,
+        *,
+        temperature: float,
+        top_p: float,
+    ) -> None:
+        self.rows = rows
+        self.env_factory = env_factory
+        self.codec = codec
+        self.limits = limits
+        self.temperature = temperature
+        self.top_p = top_p
+        self.batch_rows: list[Mapping[str, Any]] = []
+
+    def bind(self, inputs: Sequence[Mapping[str, Any]]) -> None:
+        self.batch_rows = [self.rows[int(x[ROW_INDEX])] for x in inputs]
+
+    def _env(self, row: Mapping[str, Any]) -> Environment:
+        return self.env_factory(row) if self.env_factory else PromptOnlyEnv(row)
+
+    def __call__(self, prompts: Sequence[Any], trainer: GRPOTrainer) -> dict[str, Any]:
+        rows = self.batch_rows
+        if len(rows) != len(prompts):
+            raise RuntimeError("EpisodeRollout was not bound to this batch's rows")
+        envs = [self._env(row) for row in rows]
+        generator = HfGenerator(
+            trainer.accelerator.unwrap_model(trainer.model),
+            pad_id=trainer.processing_class.pad_token_id,
+            stop_ids=[self.codec.eos_id],
+            temperature=self.temperature,
+            top_p=self.top_p,
+        )
+        tools = [
+            row.get("tools") or getattr(env, "tools", None)
+            for row, env in zip(rows, envs, strict=True)
+        ]
+        try:
+            episodes = run_episodes(envs, rows, generator, self.codec, self.limits, tools=tools)
+        finally:
+            for env in envs:
+                env.close()
+        _log_episode_metrics(trainer, episodes)
+        logprobs = [e.logprobs for e in episodes]
+        return {
+            "prompt_ids": [e.prompt_ids for e in episodes],
+            "completion_ids": [e.completion_ids for e in episodes],
+            "logprobs": None if any(lp is None for lp in logprobs) else logprobs,
+            "env_mask": [e.env_mask for e in episodes],
+            EPISODE: episodes,
+        }
+
+
+def _log_episode_metrics(trainer: GRPOTrainer, episodes: Sequence[Episode]) -> None:
+    count = len(episodes)
+    trainer._log_metric("episode/turns", sum(e.turns for e in episodes) / count)
+    trainer._log_metric(
+        "episode/env_done", sum(e.done and not e.truncated for e in episodes) / count
+    )
+    trainer._log_metric("episode/return", sum(e.reward for e in episodes) / count)
+    env_tokens = sum(len(e.env_mask) - sum(e.env_mask) for e in episodes)
+    trainer._log_metric("episode/env_tokens", env_tokens / count)
+
+
+class EnvGRPOTrainer(GRPOTrainer):
+    """GRPOTrainer whose rollouts are our multi-turn episodes (TRL's ``rollout_func`` hook).
+
+    TRL hands ``rollout_func`` only the prompts; this subclass tells the rollout which rows the
+    batch holds before generation starts.
+    """
+
+    def __init__(self, *, rollout: EpisodeRollout, **kwargs: Any) -> None:
+        self.episode_rollout = rollout
+        super().__init__(rollout_func=rollout, **kwargs)
+
+    def _generate_and_score_completions(self, inputs: list[dict[str, Any]]) -> dict[str, Any]:
+        self.episode_rollout.bind(inputs)
+        return super()._generate_and_score_completions(inputs)
+
+
+class EpisodeReward:
+    """Adapts one of our reward functions to TRL's call: completions are the episode messages.
+
+    The wrapped ``fn(completions, **columns)`` receives, per completion, the assistant and
+    observation messages after the opening prompt, ``prompts`` = the opening messages, every
+    column of the original row, and ``env_return`` (the episode's summed environment reward).
+    """
+
+    def __init__(self, fn: Callable[..., list[float]], rows: Sequence[Mapping[str, Any]]) -> None:
+        self.fn = fn
+        self.rows = rows
+        self.__name__ = getattr(fn, "__name__", type(fn).__name__)
+
+    def __call__(self, *, prompts: Any, completions: Any, **kwargs: Any) -> list[float]:
+        episodes: list[Episode] = kwargs.pop(EPISODE)
+        rows = [self.rows[int(i)] for i in kwargs.pop(ROW_INDEX)]
+        kwargs.pop("completion_ids", None)
+        reserved = {"prompt", "prompts", "completions", "env_return", *kwargs}
+        keys = {key for row in rows for key in row} - reserved
+        columns = {key: [row.get(key) for row in rows] for key in keys}
+        return self.fn(
+            completions=[e.messages for e in episodes],
+            prompts=[e.prompt_messages for e in episodes],
+            env_return=[e.reward for e in episodes],
+            **columns,
+            **kwargs,
+        )
+
+
+def env_return(*, episode: Sequence[Episode], **_: Any) -> list[float]:
+    """The environment's own episode reward (sum of step rewards), as a TRL reward function."""
+    return [e.reward for e in episode]
+
+
+class RunLogCallback(TrainerCallback):
+    """Forwards TRL's logs to ``run.log`` (adds ``tokens_per_s``) and drives the progress bar."""
+
+    RENAMES: ClassVar[dict[str, str]] = {"reward": "reward_mean"}
+
+    def __init__(self, run: Any) -> None:
+        self.run = run
+        self.last: dict[str, float] = {}
+        self._bar: Any = None
+        self._clock: tuple[float, int] | None = None
+
+    def on_train_begin(self, args, state, control, **kwargs):
+        self._clock = (time.perf_counter(), state.num_input_tokens_seen)
+        remaining = max(state.max_steps - state.global_step, 0)
+        self._bar = iter(self.run.progress(range(remaining), total=remaining, desc="GRPO steps"))
+
+    def on_step_end(self, args, state, control, **kwargs):
+        if self._bar is not None:
+            next(self._bar, None)
+
+    def on_train_end(self, args, state, control, **kwargs):
+        if self._bar is not None:
+            for _ in self._bar:  # finish the bar (closes rich's live display)
+                pass
+            self._bar = None
+
+    def on_log(self, args, state, control, logs=None, **kwargs):
+        metrics = {
+            self.RENAMES.get(key, key): float(value)
+            for key, value in (logs or {}).items()
+            if isinstance(value, (int, float)) and not isinstance(value, bool)
+        }
+        now, tokens = time.perf_counter(), state.num_input_tokens_seen
+        if self._clock is not None and now > self._clock[0] and tokens > self._clock[1]:
+            metrics["tokens_per_s"] = (tokens - self._clock[1]) / (now - self._clock[0])
+        self._clock = (now, tokens)
+        self.last.update(metrics)
+        self.run.log(metrics, step=state.global_step)

@@ -1,0 +1,1 @@
+"""Environments shipped with core (toy tasks for end-to-end checks)."""

@@ -1,0 +1,106 @@
+"""A toy multi-turn environment that a tiny random model learns in a few dozen GRPO steps.
+
+The "lowercase game": the user names a topic and asks for lowercase English words only; after
+each reply the environment reports the reply's score and asks again, for ``turns`` model turns.
+A reply's score is the fraction of its characters that are ``a``-``z`` or spaces, so a random
+model starts around 0.7 (Qwen's vocabulary is mostly Latin sub-words) and a policy that keeps
+to lowercase words reaches 1.0. The episode return is the mean score over the turns played.
+"""
+
+from __future__ import annotations
+
+import random
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from aworld_rl_core.env import Message, Step
+
+TOPICS = (
+    "the sea", "a forest", "winter", "a city at night", "bread", "rain", "a small boat",
+    "mountains", "a library", "the moon", "a garden", "music", "a long road", "coffee",
+    "a river", "autumn", "a market", "the desert", "a train", "birds",
+)  # fmt: skip
+INSTRUCTION = "Reply with lowercase english words only: no capitals, digits or punctuation."
+
+
+def lowercase_score(text: str) -> float:
+    """Fraction of the characters of ``text`` that are ``a``-``z`` or a space (0.0 if empty)."""
+    if not text:
+        return 0.0
+    return sum(char == " " or "a" <= char <= "z" for char in text) / len(text)
+
+
+class LowercaseEnv:
+    """The lowercase game (see the module docstring); one instance per episode.
+
+    ``reset(task)`` reads ``task["topic"]`` (a default topic when absent). Each ``step`` rewards
+    ``score / turns``, so the episode return is the mean per-turn score, in [0, 1].
+    """
+
+    def __init__(self, turns: int = 2) -> None:
+        if turns < 1:
+            raise ValueError(f"LowercaseEnv needs turns >= 1, got {turns}")
+        self.turns = turns
+        self.scores: list[float] = []
+
+    def reset(self, task: Mapping[str, Any] | None = None) -> list[Message]:
+        topic = str((task or {}).get("topic") or TOPICS[0])
+        self.scores = []
+        return [
+            {"role": "system", "content": INSTRUCTION},
+            {"role": "user", "content": f"Say something about {topic}."},
+        ]
+
+    def step(self, model_text: str) -> Step:
+        if len(self.scores) >= self.turns:
+            return Step(observation=[], done=True, info={"error": "episode already finished"})
+        score = lowercase_score(model_text)
+        self.scores.append(score)
+        done = len(self.scores) >= self.turns
+        info = {"score": score, "mean_score": sum(self.scores) / len(self.scores)}
+        observation = (
+            []
+            if done
+            else [{"role": "user", "content": f"Score {score:.2f}. Again, lowercase words only."}]
+        )
+        return Step(observation=observation, reward=score / self.turns, done=done, info=info)
+
+    def close(self) -> None:
+        self.scores = []
+
+
+def lowercase_reward(completions: Sequence[Any], **_: Any) -> list[float]:
+    """Mean ``lowercase_score`` of the assistant turns of each completion (TRL's reward shape).
+
+    A completion is a string or a list of chat messages (non-assistant messages are skipped).
+    """
+    rewards = []
+    for completion in completions:
+        if isinstance(completion, str):
+            texts = [completion]
+        else:
+            texts = [
+                str(message.get("content") or "")
+                for message in completion
+                if message.get("role") == "assistant"
+            ]
+        rewards.append(sum(map(lowercase_score, texts)) / len(texts) if texts else 0.0)
+    return rewards
+
+
+@dataclass(frozen=True, kw_only=True)
+class ToyTasksConfig:
+    """Which toy tasks to draw."""
+
+    num_tasks: int = field(default=64, metadata={"help": "number of task rows"})
+    seed: int = field(default=0, metadata={"help": "seed of the topic draw"})
+
+
+def toy_tasks(cfg: ToyTasksConfig | None = None) -> list[dict[str, Any]]:
+    """Task rows ``{"topic": ...}`` drawn from ``TOPICS`` (deterministic for a seed)."""
+    cfg = cfg or ToyTasksConfig()
+    if cfg.num_tasks < 1:
+        raise ValueError(f"num_tasks must be >= 1, got {cfg.num_tasks}")
+    rng = random.Random(cfg.seed)
+    return [{"topic": rng.choice(TOPICS)} for _ in range(cfg.num_tasks)]
