@@ -1,0 +1,79 @@
+"""BFCL aggregation by hand, result files, and reasoning stripping."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+from aworld_rl_funreason.evaluation import (
+    CategoryScore,
+    aggregate,
+    format_table,
+    strip_reasoning,
+    write_bfcl_results,
+)
+
+
+def _scores(**kw):
+    return {k: CategoryScore(k, c, t) for k, (c, t) in kw.items()}
+
+
+def test_aggregate_matches_bfcl_formulas():
+    s = _scores(
+        simple_python=(300, 400),  # 0.75
+        simple_java=(50, 100),  # 0.5
+        simple_javascript=(25, 50),  # 0.5
+        multiple=(180, 200),  # 0.9
+        parallel=(160, 200),  # 0.8
+        parallel_multiple=(140, 200),  # 0.7
+        live_simple=(200, 258),
+        live_multiple=(800, 1053),
+        live_parallel=(8, 16),
+        live_parallel_multiple=(12, 24),
+    )
+    agg = aggregate(s)
+    simple = (0.75 + 0.5 + 0.5) / 3
+    assert agg["simple"] == pytest.approx(simple)
+    assert agg["non_live"] == pytest.approx((simple + 0.9 + 0.8 + 0.7) / 4)
+    assert agg["live"] == pytest.approx(1020 / 1351)  # weighted by count
+    assert agg["overall"] == pytest.approx((agg["non_live"] + agg["live"]) / 2)
+
+
+def test_missing_categories_skip_or_zero():
+    s = _scores(simple_python=(4, 4), multiple=(1, 2))
+    skip = aggregate(s)
+    assert skip["simple"] == 1.0 and skip["non_live"] == pytest.approx(0.75)
+    assert skip["live"] is None and skip["overall"] == pytest.approx(0.75)
+    zero = aggregate(s, missing="zero")
+    assert zero["simple"] == pytest.approx(1 / 3)
+    assert zero["non_live"] == pytest.approx((1 / 3 + 0.5) / 4)
+    assert zero["live"] == 0.0
+    assert zero["overall"] == pytest.approx(zero["non_live"] / 2)
+
+
+def test_paper_overall_is_the_mean_of_non_live_and_live():
+    # FunReason's headline: non-live 87.00, live 80.31 -> overall 83.655
+    assert pytest.approx(83.655) == (87.00 + 80.31) / 2
+
+
+def test_strip_reasoning():
+    assert strip_reasoning("<think>\nuse f\n</think>\n\n[f(a=1)]") == "[f(a=1)]"
+    assert strip_reasoning("[f(a=1)]") == "[f(a=1)]"
+    assert strip_reasoning("<think>a</think>b</think> [g()]") == "[g()]"
+
+
+def test_bfcl_result_files(tmp_path):
+    path = write_bfcl_results(
+        tmp_path, "Qwen/Qwen3-8B", "live_simple", [("live_simple_0-0-0", "[f()]")]
+    )
+    assert path == tmp_path / "result/Qwen_Qwen3-8B/live/BFCL_v4_live_simple_result.json"
+    assert json.loads(path.read_text()) == {"id": "live_simple_0-0-0", "result": "[f()]"}
+    p2 = write_bfcl_results(tmp_path, "m", "parallel", [])
+    assert p2.parent.name == "non_live"
+
+
+def test_table_lists_categories_and_aggregates():
+    s = _scores(simple_python=(1, 2))
+    table = format_table(s, aggregate(s))
+    assert "| simple_python | 1 | 2 | 50.00 |" in table
+    assert "| live | n/a |" in table
