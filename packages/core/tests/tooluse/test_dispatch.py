@@ -296,3 +296,21 @@ def test_ground_truth_results_match_bfcl_executor(bfcl, category):
             for key in [k for k in vars(mtu) if k.startswith(model_name)]:
                 del vars(mtu)[key]
     assert compared > 900  # every ground-truth call of the category was compared
+
+
+def test_fast_binding_agrees_with_signature_bind():
+    import itertools
+
+    from aworld_rl_core.tooluse.dispatch import _class_methods
+
+    specs = _class_methods(Sig)
+    values = [(), (1,), (1, 2), (1, 2, 3)]
+    keyword_sets = [{}, {"a": 1}, {"b": 1}, {"c": 1}, {"a": 1, "c": 1}, {"z": 1}, {"b": 1, "c": 2}]
+    for name, pos, kw in itertools.product(specs, values, keyword_sets):
+        spec = specs[name]
+        try:
+            spec.signature.bind(*pos, **kw)
+            expected = True
+        except TypeError:
+            expected = False
+        assert spec.fits(pos, kw) is expected, (name, pos, kw)
