@@ -31,6 +31,7 @@ def test_envtuning_tool_call_and_answer():
     r = parse_envtuning(ET_CALL)
     assert r == ParsedResponse("go to document", [CD, LS], None, [], ET_CALL, "envtuning")
     assert r.ok and r.has_calls
+    assert r.call_strings() == ["cd(folder='document')", "ls(a=True)"]
     text = "  <think>\nall done\n</think>\n\n<answer> The file is moved. </answer>\n"
     r = parse_envtuning(text)
     assert (r.reasoning, r.calls, r.answer, r.errors) == ("all done", [], "The file is moved.", [])

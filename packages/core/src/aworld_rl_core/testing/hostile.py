@@ -86,7 +86,7 @@ def hostile_cases(sentinel: str | PathLike[str]) -> list[HostileCase]:
         HostileCase(
             "list_comprehension",
             f"[ls(a=[{touch} for _ in [1]])]",
-            _j("ls", {"a": ["x" for _ in [1]]}) + "[0]",
+            _j("ls", {"a": ["x"]}) + "[0]",
         ),
         HostileCase(
             "generator_expression", f"[ls(a=list({touch} for _ in 'x'))]", "[" + _j("ls", {})

@@ -30,6 +30,7 @@ from aworld_rl_core.tooluse.calls import (
     Call,
     ParseLimits,
     ToolCallParseError,
+    format_python_call,
     parse_json_calls,
     parse_python_calls,
 )
@@ -69,6 +70,10 @@ class ParsedResponse:
     @property
     def has_calls(self) -> bool:
         return bool(self.calls)
+
+    def call_strings(self) -> list[str]:
+        """The calls as BFCL call strings (what ``MultiTurnEpisode.execute`` takes)."""
+        return [format_python_call(c) for c in self.calls]
 
 
 # ---------------------------------------------------------------------------------------------
