@@ -221,9 +221,7 @@ def _literal(node: ast.expr, budget: _Budget, depth: int) -> Any:
 
 
 def _constant(value: Any) -> Any:
-    if value is None or isinstance(value, (str, bool, int)):
-        return value
-    if isinstance(value, float):
+    if value is None or isinstance(value, (str, bool, int, float)):
         return value
     raise ToolCallParseError(f"literal of type {type(value).__name__} is not allowed")
 
