@@ -218,3 +218,48 @@ def test_json_depth_and_node_limits():
 def test_to_dict_refuses_unbound_positionals():
     with pytest.raises(ValueError, match="bind_positional"):
         Call("sort", {}, ("x",)).to_dict()
+
+
+# ---------------------------------------------------------------------------------------------
+# Every BFCL multi-turn ground-truth call string, against bfcl-eval's own decoder
+# ---------------------------------------------------------------------------------------------
+
+
+def _ground_truth_turns(category):
+    import json
+    import os
+
+    import bfcl_eval
+
+    folder = os.path.join(os.path.dirname(bfcl_eval.__file__), "data", "possible_answer")
+    name = next(f for f in os.listdir(folder) if f.endswith(f"_{category}.json"))
+    with open(os.path.join(folder, name), encoding="utf-8") as fh:
+        return [json.loads(line)["ground_truth"] for line in fh if line.strip()]
+
+
+@pytest.mark.parametrize(
+    "category",
+    ["multi_turn_base", "multi_turn_miss_func", "multi_turn_miss_param", "multi_turn_long_context"],
+)
+def test_ground_truth_calls_agree_with_bfcl_decoder_and_round_trip(category, tmp_path, monkeypatch):
+    pytest.importorskip("bfcl_eval")
+    monkeypatch.setenv("BFCL_PROJECT_ROOT", str(tmp_path))
+    from bfcl_eval.constants.enums import ReturnFormat
+    from bfcl_eval.model_handler.utils import ast_parse
+
+    entries_with_positional = positional_calls = total = 0
+    for turns in _ground_truth_turns(category):
+        has_positional = False
+        for call_text in (c for turn in turns for c in turn):
+            [call] = parse_python_calls(call_text)
+            [theirs] = ast_parse(call_text, ReturnFormat.PYTHON)
+            # BFCL's decoder keeps keyword arguments only; ours keeps the positionals as well
+            assert theirs == {call.name: call.arguments}, call_text
+            assert parse_python_calls(format_python_call(call)) == [call]
+            positional_calls += bool(call.positional)
+            has_positional |= bool(call.positional)
+            total += 1
+        entries_with_positional += has_positional
+    if category == "multi_turn_base":
+        assert (total, positional_calls, entries_with_positional) == (1142, 40, 24)
+    assert entries_with_positional == 24
