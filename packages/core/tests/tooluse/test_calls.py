@@ -241,11 +241,11 @@ def _ground_truth_turns(category):
     "category",
     ["multi_turn_base", "multi_turn_miss_func", "multi_turn_miss_param", "multi_turn_long_context"],
 )
-def test_ground_truth_calls_agree_with_bfcl_decoder_and_round_trip(category, tmp_path, monkeypatch):
+def test_ground_truth_calls_agree_with_bfcl_decoder_and_renderer(category, tmp_path, monkeypatch):
     pytest.importorskip("bfcl_eval")
     monkeypatch.setenv("BFCL_PROJECT_ROOT", str(tmp_path))
     from bfcl_eval.constants.enums import ReturnFormat
-    from bfcl_eval.model_handler.utils import ast_parse
+    from bfcl_eval.model_handler.utils import ast_parse, decoded_output_to_execution_list
 
     entries_with_positional = positional_calls = total = 0
     for turns in _ground_truth_turns(category):
@@ -256,6 +256,9 @@ def test_ground_truth_calls_agree_with_bfcl_decoder_and_round_trip(category, tmp
             # BFCL's decoder keeps keyword arguments only; ours keeps the positionals as well
             assert theirs == {call.name: call.arguments}, call_text
             assert parse_python_calls(format_python_call(call)) == [call]
+            if not call.positional:  # the same call string BFCL renders from a decoded call
+                bfcl_text = decoded_output_to_execution_list([{call.name: call.arguments}])[0]
+                assert format_python_call(call) == bfcl_text
             positional_calls += bool(call.positional)
             has_positional |= bool(call.positional)
             total += 1
