@@ -1,6 +1,7 @@
 """parse_python_calls / parse_json_calls / format_python_call / bind_positional."""
 
 import pytest
+
 from aworld_rl_core.tooluse import (
     Call,
     ParseLimits,

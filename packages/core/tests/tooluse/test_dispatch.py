@@ -8,6 +8,7 @@ import tempfile
 import uuid
 
 import pytest
+
 from aworld_rl_core.tooluse import (
     BFCL_DENIED_NAMES,
     Call,

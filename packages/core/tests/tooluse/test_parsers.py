@@ -1,6 +1,7 @@
 """Response parsers: EnvTuning, FunReason, FunReason-MT, Qwen hermes, and the protocol registry."""
 
 import pytest
+
 from aworld_rl_core.tooluse import (
     Call,
     ParsedResponse,

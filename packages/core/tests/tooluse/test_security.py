@@ -3,8 +3,9 @@
 import ast
 from pathlib import Path
 
-import aworld_rl_core.tooluse as tooluse
 import pytest
+
+import aworld_rl_core.tooluse as tooluse
 from aworld_rl_core.testing.hostile import (
     PROTOCOL_WRAPPERS,
     hostile_call_strings,
