@@ -146,3 +146,17 @@ def test_corpus_is_live_against_an_eval_based_executor(tmp_path, monkeypatch):
     results = Dispatcher({"Victim": Victim(sentinel)}).execute([payload])
     assert results[0].kind == "parse_error"
     assert not sentinel.exists()
+
+
+def test_runtime_import_is_pure_python():
+    """Importing the runtime pulls in neither bfcl_eval nor torch (nor the BFCL adapter)."""
+    import subprocess
+    import sys
+
+    code = (
+        "import sys, aworld_rl_core.tooluse\n"
+        "heavy = {'bfcl_eval', 'torch', 'transformers', 'aworld_rl_core.tooluse.bfcl'}\n"
+        "print(sorted(heavy & set(sys.modules)))"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert out.stdout.strip() == "[]"
