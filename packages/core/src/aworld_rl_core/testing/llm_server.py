@@ -200,7 +200,8 @@ class ScriptedLLMServer:
 
     @property
     def chat_bodies(self) -> list[dict]:
-        """The JSON bodies of the chat-completion requests received so far."""
+        """The JSON bodies of the chat-completion requests so far (None: a body that was not
+        JSON, e.g. cut short by a client killed mid-send)."""
         return [r.body for r in self.requests if r.path.endswith("/chat/completions")]
 
     @property
