@@ -159,12 +159,18 @@ def read_xlam(path: str | Path, limit: int | None = None) -> list[FcSample]:
 
 
 def read_samples(path: str | Path, limit: int | None = None) -> list[FcSample]:
-    """Samples from JSON/JSONL in our own format (``FcSample.to_dict``) or xLAM's."""
+    """Samples from JSON/JSONL: our format (``FcSample.to_dict``), xLAM's, or refinement
+    outcomes (``{"sample": {...}, "status": ...}``, e.g. ``kept.jsonl``)."""
     out: list[FcSample] = []
     for i, rec in enumerate(iter_json_records(path)):
         if limit is not None and i >= limit:
             break
-        out.append(sample_from_xlam(rec, i) if "answers" in rec else FcSample.from_dict(rec))
+        if "answers" in rec:
+            out.append(sample_from_xlam(rec, i))
+        elif "sample" in rec and isinstance(rec["sample"], Mapping):
+            out.append(FcSample.from_dict(rec["sample"]))
+        else:
+            out.append(FcSample.from_dict(rec))
     return out
 
 
@@ -220,6 +226,58 @@ def sample_from_bfcl(
 def parse_answer_calls(answer: str) -> list[Call]:
     """The calls of a reference answer (raises ToolCallParseError when it is not a call list)."""
     return parse_python_calls(answer)
+
+
+def prompt_messages(sample: FcSample, prompt: str = "bfcl") -> list[dict[str, Any]]:
+    """The prompt FunReason trains and evaluates with: BFCL's prompting-mode system prompt
+    (tool docs as JSON, python call-list output) then the user query (``prompt="bfcl"``), or
+    the bare query with the tools left to the chat template (``"chat_tools"``)."""
+    user = {"role": "user", "content": sample.query}
+    if prompt == "chat_tools":
+        return [user]
+    if prompt != "bfcl":
+        raise ValueError(f"prompt must be 'bfcl' or 'chat_tools', got {prompt!r}")
+    from aworld_rl_core.tooluse.bfcl import system_prompt
+
+    return [{"role": "system", "content": system_prompt(sample.tools)}, user]
+
+
+def to_record(sample: FcSample, prompt: str = "bfcl") -> Any:
+    """The sample as a core ``ToolUseRecord`` (the target is the assistant message's content;
+    the reference answer is the ground truth)."""
+    from aworld_rl_core.records import ToolUseRecord
+
+    messages = [*prompt_messages(sample, prompt), {"role": "assistant", "content": sample.target()}]
+    return ToolUseRecord(
+        id=sample.id,
+        messages=messages,
+        tools=sample.tools if prompt == "chat_tools" else [],
+        ground_truth=sample.answer,
+        data_source="funreason",
+        metadata={**sample.meta, "has_reasoning": sample.reasoning is not None},
+    )
+
+
+def export_samples(
+    samples: Sequence[FcSample],
+    directory: str | Path,
+    *,
+    name: str = "funreason",
+    prompt: str = "bfcl",
+) -> dict[str, Path]:
+    """Write the samples as core records (JSONL), LLaMA-Factory sharegpt (with
+    ``dataset_info.json``) and verl parquet; returns the paths."""
+    from aworld_rl_core.records import write_jsonl as write_records
+    from aworld_rl_core.records import write_sharegpt, write_verl_parquet
+
+    directory = Path(directory)
+    directory.mkdir(parents=True, exist_ok=True)
+    records = [to_record(s, prompt) for s in samples]
+    return {
+        "records": write_records(records, directory / f"{name}.jsonl"),
+        "sharegpt": write_sharegpt(records, directory / "sharegpt", name),
+        "verl": write_verl_parquet(records, directory / f"{name}.parquet"),
+    }
 
 
 def write_jsonl(path: str | Path, rows: Iterable[Mapping[str, Any]]) -> int:

@@ -221,6 +221,11 @@ class SRMLLoss(torch.nn.Module):
         """The current alpha (a tensor with a gradient when learnable)."""
         return self.alpha_module() if self.alpha_module is not None else self.fixed_alpha
 
+    def alpha_value(self) -> float:
+        """The current alpha as a plain float (for logging)."""
+        alpha = self.alpha()
+        return float(alpha.detach()) if isinstance(alpha, torch.Tensor) else alpha
+
     def forward(
         self, logits: torch.Tensor, labels: torch.Tensor, segments: Mapping[str, torch.Tensor]
     ) -> torch.Tensor:

@@ -1,0 +1,157 @@
+"""``funreason.sft``: SFT on refined CoT function-calling data with the SRML loss.
+
+The rows are core records (BFCL system prompt, the query, then ``<think>...</think>`` + call
+list as the assistant reply); the loss is handed to the chosen backend's loss hook (``hf-sft``
+on CPU / one GPU, ``llamafactory`` for the paper's multi-GPU setting).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any, Literal
+
+from aworld_rl_core.backends.config import ModelConfig, SFTConfig, TrainerConfig
+from aworld_rl_core.recipe import Run, RunResult
+
+from aworld_rl_funreason.data import FcSample, read_samples, to_record, write_jsonl
+from aworld_rl_funreason.paths import resolve_path
+
+
+def _help(text: str) -> dict[str, str]:
+    return {"help": text}
+
+
+@dataclass(frozen=True, kw_only=True)
+class SftDataConfig:
+    """Training samples."""
+
+    path: str = field(
+        default="",
+        metadata=_help(
+            "refined samples (kept.jsonl of funreason.refine), FunReason samples or xLAM records;"
+            " 'package:rel/path' for packaged files"
+        ),
+    )
+    limit: int | None = field(default=None, metadata=_help("use only the first N samples"))
+    prompt: Literal["bfcl", "chat_tools"] = field(
+        default="bfcl",
+        metadata=_help(
+            "bfcl: BFCL's prompting-mode system prompt with the tool docs (the paper); "
+            "chat_tools: tools through the chat template"
+        ),
+    )
+    require_reasoning: bool = field(
+        default=True, metadata=_help("skip samples without reasoning (SRML needs a think part)")
+    )
+
+
+@dataclass(frozen=True, kw_only=True)
+class LossConfig:
+    """The token loss."""
+
+    kind: Literal["srml", "ce"] = field(
+        default="srml", metadata=_help("srml: alpha-balanced think/result loss; ce: plain SFT")
+    )
+    alpha: float = field(
+        default=0.7, metadata=_help("weight of the reasoning part (init if learnable)")
+    )
+    learnable: bool = field(
+        default=False,
+        metadata=_help("train alpha with the model (v3 BalanceSFT); false: fixed (v1)"),
+    )
+    parametrization: Literal["sigmoid", "clamp"] = field(
+        default="sigmoid", metadata=_help("how a learnable alpha stays in [0, 1]")
+    )
+    reduction: Literal["per_sample", "pooled"] = field(
+        default="per_sample",
+        metadata=_help(
+            "part means per sample then averaged (per_sample) or over the batch (pooled)"
+        ),
+    )
+
+
+def _paper_trainer() -> TrainerConfig:
+    return TrainerConfig(
+        backend="llamafactory",
+        learning_rate=4e-5,
+        batch_size=512,
+        micro_batch_size=4,
+        epochs=3.0,
+        sft=SFTConfig(max_length=8192, warmup_ratio=0.05, per_turn=True),
+    )
+
+
+@dataclass(frozen=True, kw_only=True)
+class SftRecipeConfig:
+    """FunReason SFT: refined data, SRML loss, the chosen backend."""
+
+    data: SftDataConfig = field(default_factory=SftDataConfig, metadata=_help("training data"))
+    loss: LossConfig = field(default_factory=LossConfig, metadata=_help("SRML loss"))
+    model: ModelConfig = field(
+        default_factory=lambda: ModelConfig(name_or_path="Qwen/Qwen2.5-Coder-7B-Instruct"),
+        metadata=_help("base model (paper: Qwen2.5-Coder-7B-Instruct)"),
+    )
+    trainer: TrainerConfig = field(
+        default_factory=_paper_trainer,
+        metadata=_help("backend and optimisation (paper: batch 512, lr 4e-5, warm-up 0.05)"),
+    )
+
+
+def make_loss(cfg: LossConfig) -> Any:
+    """The loss hook for the backend (None: the backend's own cross-entropy)."""
+    if cfg.kind == "ce":
+        return None
+    from aworld_rl_funreason.loss import SRMLLoss
+
+    return SRMLLoss(
+        cfg.alpha,
+        learnable=cfg.learnable,
+        parametrization=cfg.parametrization,
+        reduction=cfg.reduction,
+    )
+
+
+def sft_rows(samples: list[FcSample], cfg: SftDataConfig) -> tuple[list[dict[str, Any]], int]:
+    """Record dicts for the backend, and how many samples were skipped for lack of reasoning."""
+    use = [s for s in samples if s.reasoning or not cfg.require_reasoning]
+    return [to_record(s, cfg.prompt).to_dict() for s in use], len(samples) - len(use)
+
+
+def train_on_samples(
+    samples: list[FcSample], cfg: SftRecipeConfig, run: Run, *, model: ModelConfig | None = None
+) -> RunResult:
+    """SFT ``samples`` with ``cfg``'s loss and backend (``model`` overrides ``cfg.model``)."""
+    from aworld_rl_core.backends.base import TrainJob
+    from aworld_rl_core.plugins import get_trainer
+
+    rows, skipped = sft_rows(samples, cfg.data)
+    if not rows:
+        raise ValueError(
+            f"no training rows: {len(samples)} samples, {skipped} without reasoning "
+            "(set data.require_reasoning=false or refine with fcdr.generate_cot=true)"
+        )
+    write_jsonl(run.dir / "sft_rows.jsonl", rows)
+    job = TrainJob(
+        model=model or cfg.model,
+        trainer=cfg.trainer,
+        run=run,
+        train_rows=rows,
+        loss=make_loss(cfg.loss),
+    )
+    result = get_trainer(cfg.trainer.backend)().train(job)
+    metrics = {
+        **result.metrics,
+        "sft_rows": float(len(rows)),
+        "skipped_no_reasoning": float(skipped),
+    }
+    if job.loss is not None:
+        metrics["loss_alpha"] = job.loss.alpha_value()
+    return RunResult(
+        metrics=metrics, outputs=dict(result.outputs), checkpoints=list(result.checkpoints)
+    )
+
+
+def run(cfg: SftRecipeConfig, run: Run) -> RunResult:
+    """Read the samples and train."""
+    samples = read_samples(resolve_path(cfg.data.path), cfg.data.limit)
+    return train_on_samples(samples, cfg, run)

@@ -1,0 +1,79 @@
+"""``funreason.sft``: records from samples, and the tiny-cpu preset trains with SRML on CPU."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+from aworld_rl_core.config import load_config
+from aworld_rl_core.recipe import execute
+from aworld_rl_funreason.data import FcSample, export_samples, to_record
+from aworld_rl_funreason.loss import SRMLLoss
+from aworld_rl_funreason.recipes.sft import LossConfig, SftRecipeConfig, make_loss, run
+from aworld_rl_funreason.testing import WEATHER_TOOL
+
+PRESETS = "aworld_rl_funreason:configs/sft"
+
+
+@pytest.fixture(autouse=True)
+def _env(tmp_path_factory, monkeypatch):
+    monkeypatch.setenv("BFCL_PROJECT_ROOT", str(tmp_path_factory.mktemp("bfcl")))
+    monkeypatch.setenv("AWORLD_RL_HOME", str(tmp_path_factory.mktemp("home")))
+
+
+SAMPLE = FcSample(
+    id="s1",
+    query="Weather in Paris?",
+    tools=[WEATHER_TOOL],
+    answer="[get_weather(city='Paris')]",
+    reasoning="Call get_weather for Paris.",
+)
+
+
+def test_record_has_bfcl_prompt_and_target():
+    rec = to_record(SAMPLE)
+    system, user, assistant = rec.messages
+    assert system["role"] == "system" and '"name": "get_weather"' in system["content"]
+    assert user == {"role": "user", "content": "Weather in Paris?"}
+    assert assistant["content"] == (
+        "<think>\nCall get_weather for Paris.\n</think>\n\n[get_weather(city='Paris')]"
+    )
+    assert rec.tools == [] and rec.ground_truth == "[get_weather(city='Paris')]"
+    chat = to_record(SAMPLE, prompt="chat_tools")
+    assert [m["role"] for m in chat.messages] == ["user", "assistant"]
+    assert chat.tools[0]["function"]["name"] == "get_weather"
+
+
+def test_export_writes_records_sharegpt_and_verl(tmp_path):
+    paths = export_samples([SAMPLE], tmp_path, name="fr")
+    assert json.loads(paths["records"].read_text().splitlines()[0])["id"] == "s1"
+    info = json.loads((tmp_path / "sharegpt/dataset_info.json").read_text())
+    assert "fr" in info
+    import pyarrow.parquet as pq
+
+    assert pq.read_table(paths["verl"]).num_rows == 1
+
+
+def test_make_loss():
+    assert make_loss(LossConfig(kind="ce")) is None
+    loss = make_loss(LossConfig(alpha=0.6, learnable=True))
+    assert isinstance(loss, SRMLLoss) and loss.alpha_value() == pytest.approx(0.6)
+
+
+def test_presets_load():
+    paper = load_config(SftRecipeConfig, preset="paper", presets=PRESETS)
+    assert paper.trainer.batch_size == 512 and paper.trainer.learning_rate == 4e-5
+    assert paper.trainer.sft.warmup_ratio == 0.05 and paper.loss.alpha == 0.7
+    assert paper.model.name_or_path == "Qwen/Qwen2.5-Coder-7B-Instruct"
+
+
+def test_tiny_cpu_preset_trains_with_learnable_alpha(tmp_path):
+    cfg = load_config(SftRecipeConfig, preset="tiny-cpu", presets=PRESETS)
+    result, _ = execute("funreason.sft", run, cfg, output_dir=tmp_path, quiet=True)
+    assert result.metrics["sft_rows"] == 2.0
+    assert result.metrics["global_step"] == 2.0
+    assert result.metrics["loss_alpha"] != pytest.approx(0.7, abs=1e-7)  # alpha was trained
+    assert 0.0 < result.metrics["loss_alpha"] < 1.0
+    assert (result.outputs["model"] / "config.json").exists()
+    logged = [json.loads(x) for x in (tmp_path / "metrics.jsonl").read_text().splitlines()]
+    assert any("loss_alpha" in m for m in logged)
