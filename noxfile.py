@@ -63,6 +63,7 @@ def tests_verl(session: nox.Session) -> None:
     session.run(
         "pytest",
         "packages/core/tests/verl",
+        "packages/core/tests/backends/test_verl_dry_run.py",
         "-q",
         *session.posargs,
         success_codes=[0, NO_TESTS],
