@@ -23,6 +23,13 @@ from aworld_rl_core.errors import ConfigError
 T = TypeVar("T")
 
 
+def option(default: Any = dataclasses.MISSING, *, help: str, factory: Any = None) -> Any:
+    """A documented config field: ``lr: float = option(1e-6, help="learning rate")``."""
+    if factory is not None:
+        return dataclasses.field(default_factory=factory, metadata={"help": help})
+    return dataclasses.field(default=default, metadata={"help": help})
+
+
 def load_config(
     cls: type[T],
     *,
