@@ -1,0 +1,32 @@
+import json
+import math
+
+import pytest
+
+from aworld_rl_core.recipe import Run
+from aworld_rl_core.report import plot_series
+from aworld_rl_core.tracking import TrackingConfig, read_metrics
+
+
+def test_metrics_jsonl_values_and_torn_last_line(tmp_path):
+    np = pytest.importorskip("numpy")
+    run = Run(tmp_path / "r", quiet=True)
+    run.log({"loss": np.float32(0.5), "bad": math.inf}, step=3)
+    run.log({"loss": 0.25})
+    run.close()
+    lines = [json.loads(x) for x in (tmp_path / "r" / "metrics.jsonl").read_text().splitlines()]
+    assert lines[0]["step"] == 3 and lines[0]["loss"] == 0.5 and lines[0]["bad"] == "inf"
+    assert "step" not in lines[1] and lines[1]["loss"] == 0.25
+    with (tmp_path / "r" / "metrics.jsonl").open("a") as f:
+        f.write('{"loss": 0.1')  # a run killed mid-write
+    assert [r["loss"] for r in read_metrics(tmp_path / "r" / "metrics.jsonl")] == [0.5, 0.25]
+
+
+def test_plots_only_for_series_logged_more_than_once(tmp_path):
+    records = [{"step": 0, "a": 1.0, "once": 2}, {"step": 1, "a": 0.5, "flag": True}]
+    paths = plot_series(records, tmp_path)
+    assert [p.name for p in paths] == ["a.png"]
+
+
+def test_tracking_defaults_are_off():
+    assert TrackingConfig() == TrackingConfig(tensorboard=False, wandb=False)
