@@ -1,0 +1,204 @@
+"""The parts of the llamafactory backend that need no LLaMA-Factory (they run in every env)."""
+
+from __future__ import annotations
+
+import functools
+import json
+import pickle
+import subprocess
+import sys
+
+import pytest
+from lf_samples import CALC_RECORD, make_job
+
+from aworld_rl_core.backends.llamafactory import launch
+from aworld_rl_core.backends.llamafactory.backend import LlamaFactoryBackend, _follow
+from aworld_rl_core.backends.llamafactory.config import LlamaFactoryConfig
+from aworld_rl_core.backends.llamafactory.launch import LlamaFactoryError
+from aworld_rl_core.backends.llamafactory.probe import mean_token_cross_entropy
+from aworld_rl_core.backends.llamafactory.worker import device_args
+
+
+def test_train_args_map_our_config(tmp_path):
+    job = make_job(tmp_path / "run", batch_size=8, micro_batch_size=2, save_steps=0)
+    args = launch.build_train_args(job, tmp_path / "data", has_eval=True, resume_from=None)
+    assert args["stage"] == "sft" and args["do_train"] is True
+    assert args["model_name_or_path"] == "tiny:qwen3"  # the worker substitutes the tiny path
+    assert args["dataset"] == "train" and args["eval_dataset"] == "eval"
+    assert args["dataset_dir"] == str((tmp_path / "data").resolve())
+    assert args["output_dir"] == str(job.run.checkpoint_dir.resolve())
+    assert args["per_device_train_batch_size"] == 2
+    assert args["gradient_accumulation_steps"] == 4
+    assert args["learning_rate"] == 1e-3 and args["max_steps"] == 2
+    assert args["lr_scheduler_type"] == "constant"
+    assert args["cutoff_len"] == 512 and args["mask_history"] is False
+    assert args["template"] == "qwen" and args["finetuning_type"] == "full"
+    assert args["save_strategy"] == "steps" and args["save_steps"] == 2**31 - 1
+    assert args["overwrite_output_dir"] is True and "resume_from_checkpoint" not in args
+    assert args["report_to"] == "none" and args["seed"] == 0
+    assert "lora_rank" not in args and "deepspeed" not in args
+    assert None not in args.values()
+
+
+def test_train_args_lora_resume_and_template_from_tokenizer(tmp_path):
+    lf = LlamaFactoryConfig(finetuning_type="lora", lora_rank=4, template=None)
+    job = make_job(tmp_path / "run", llamafactory=lf, save_steps=5)
+    ckpt = job.run.checkpoint_dir / "checkpoint-5"
+    args = launch.build_train_args(job, tmp_path / "data", has_eval=False, resume_from=ckpt)
+    assert (args["lora_rank"], args["lora_alpha"], args["lora_target"]) == (4, 8, "all")
+    assert "template" not in args  # LLaMA-Factory parses the tokenizer's chat template
+    assert args["resume_from_checkpoint"] == str(ckpt)
+    assert args["overwrite_output_dir"] is False and args["save_steps"] == 5
+    assert "eval_dataset" not in args
+
+
+@pytest.mark.parametrize(
+    ("batch", "micro", "procs", "expected"), [(8, 2, 1, 4), (8, 2, 2, 2), (4, 4, 1, 1)]
+)
+def test_grad_accumulation(batch, micro, procs, expected):
+    assert launch.grad_accumulation(batch, micro, procs) == expected
+
+
+@pytest.mark.parametrize(("batch", "micro", "procs"), [(6, 4, 1), (2, 4, 1), (4, 2, 4), (4, 0, 1)])
+def test_grad_accumulation_rejects_uneven_batches(batch, micro, procs):
+    with pytest.raises(LlamaFactoryError, match="multiple of"):
+        launch.grad_accumulation(batch, micro, procs)
+
+
+def test_tokenizer_and_chat_template_overrides_are_refused(tmp_path):
+    from dataclasses import replace
+
+    job = make_job(tmp_path / "run")
+    for model in (
+        replace(job.model, tokenizer="/some/tokenizer"),
+        replace(job.model, chat_template="t.jinja"),
+    ):
+        bad = replace(job, model=model)
+        with pytest.raises(LlamaFactoryError, match="leave model"):
+            launch.build_train_args(bad, tmp_path, has_eval=False, resume_from=None)
+
+
+def test_per_turn_records_cut_after_each_assistant_turn():
+    from aworld_rl_core.records import as_record
+
+    parts = launch.per_turn_records(as_record(CALC_RECORD))
+    assert [len(p.messages) for p in parts] == [3, 5]
+    assert [p.messages[-1]["role"] for p in parts] == ["assistant", "assistant"]
+    assert [p.id for p in parts] == ["calc-1#turn0", "calc-1#turn1"]
+    assert parts[0].tools == parts[1].tools == as_record(CALC_RECORD).tools
+
+
+def test_write_dataset_writes_sharegpt_and_dataset_info(tmp_path):
+    n = launch.write_dataset([CALC_RECORD], tmp_path, "train", per_turn=True)
+    assert n == 2
+    info = json.loads((tmp_path / "dataset_info.json").read_text())
+    assert info["train"]["formatting"] == "sharegpt" and info["train"]["file_name"] == "train.json"
+    rows = json.loads((tmp_path / "train.json").read_text())
+    assert [[t["from"] for t in r["conversations"]] for r in rows] == [
+        ["human", "function_call"],
+        ["human", "function_call", "observation", "gpt"],
+    ]
+    assert rows[0]["system"] == "You are a calculator."
+    assert json.loads(rows[0]["tools"])[0]["name"] == "add"
+
+
+def test_checkpoints_sorted_by_step(tmp_path):
+    for name in ("checkpoint-10", "checkpoint-2", "checkpoint-9", "runs", "checkpoint-x"):
+        (tmp_path / name).mkdir()
+    (tmp_path / "checkpoint-11").write_text("a file, not a checkpoint")
+    assert [p.name for p in launch.checkpoints(tmp_path)] == [
+        "checkpoint-2",
+        "checkpoint-9",
+        "checkpoint-10",
+    ]
+    assert launch.latest_checkpoint(tmp_path).name == "checkpoint-10"
+    assert launch.latest_checkpoint(tmp_path / "missing") is None
+
+
+def test_command_single_process_and_torchrun(tmp_path):
+    spec = tmp_path / "spec.json"
+    worker = ["-m", "aworld_rl_core.backends.llamafactory.worker", str(spec)]
+    assert launch.command("/env/bin/python", 1, spec) == ["/env/bin/python", *worker]
+    assert launch.command("py", 4, spec) == [
+        "py",
+        "-m",
+        "torch.distributed.run",
+        "--nproc_per_node=4",
+        *worker,
+    ]
+
+
+def test_python_path_dir_links_our_packages_and_stubs_torchaudio(tmp_path):
+    folder = launch.python_path_dir(tmp_path / "pp", stub_torchaudio=True)
+    assert (folder / "aworld_rl_core").resolve() == (
+        launch.Path(launch.__file__).resolve().parents[2]
+    )
+    code = "import torchaudio\ntry:\n    torchaudio.load('x.wav')\nexcept RuntimeError as e:\n"
+    code += "    print('stub:', 'unsupported' in str(e))"
+    env = launch.subprocess_env(folder)
+    out = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True)
+    assert out.stdout.strip() == "stub: True", out.stderr
+    assert env["PYTHONPATH"].split(launch.os.pathsep)[0] == str(folder)
+    again = launch.python_path_dir(tmp_path / "pp2", stub_torchaudio=False)
+    assert not (again / "torchaudio").exists()
+
+
+def test_write_loss_pickles_by_reference_and_refuses_lambdas(tmp_path):
+    hook = functools.partial(mean_token_cross_entropy, segments=None)
+    path = launch.write_loss(hook, tmp_path / "loss.pkl")
+    assert pickle.loads(path.read_bytes()).func is mean_token_cross_entropy
+    with pytest.raises(LlamaFactoryError, match="module-level"):
+        launch.write_loss(lambda logits, labels, segments: 0.0, tmp_path / "bad.pkl")
+
+
+def test_device_args():
+    assert device_args("auto", cuda=False, bf16_ok=False) == {
+        "use_cpu": True,
+        "bf16": False,
+        "fp16": False,
+    }
+    assert device_args("auto", cuda=True, bf16_ok=True) == {"bf16": True, "fp16": False}
+    assert device_args("auto", cuda=True, bf16_ok=False) == {"bf16": False, "fp16": True}
+    assert device_args("float32", cuda=True, bf16_ok=True) == {"bf16": False, "fp16": False}
+    with pytest.raises(ValueError, match="needs a GPU"):
+        device_args("bfloat16", cuda=False, bf16_ok=False)
+
+
+def test_backend_refuses_rl_jobs_and_bad_python(tmp_path):
+    from dataclasses import replace
+
+    job = make_job(tmp_path / "run")
+    with pytest.raises(LlamaFactoryError, match="supervised fine-tuning only"):
+        LlamaFactoryBackend().train(replace(job, rewards=[lambda completions, **kw: [0.0]]))
+    bad = replace(
+        job,
+        trainer=replace(
+            job.trainer, llamafactory=LlamaFactoryConfig(python=str(tmp_path / "no-python"))
+        ),
+    )
+    with pytest.raises(LlamaFactoryError, match="not an executable"):
+        LlamaFactoryBackend().train(bad)
+
+
+class _FinishedProcess:
+    """Stands in for a worker process that has already exited."""
+
+    def poll(self):
+        return 0
+
+
+def test_follow_hands_every_event_over_and_yields_once_per_step(tmp_path):
+    events = tmp_path / "events.jsonl"
+    records = [
+        {"event": "begin", "step": 3, "max_steps": 6},
+        {"event": "log", "step": 4, "metrics": {"loss": 2.0}},
+        {"event": "save", "step": 4, "path": "checkpoint-4"},
+        {"event": "log", "step": 6, "metrics": {"loss": 1.0}},
+        {"event": "end", "step": 6},
+    ]
+    text = "".join(json.dumps(r) + "\n" for r in records)
+    events.write_text(text + '{"event": "log", "st')  # a torn last line is left for later
+    seen = []
+    steps = list(_follow(_FinishedProcess(), events, seen.append))
+    assert steps == [4, 5, 6]
+    assert seen == records
