@@ -1,0 +1,223 @@
+"""The ``hf-sft`` backend: transformers ``Trainer`` SFT on core records with a loss hook.
+
+Labels cover only the assistant's tokens (``sft_data``); with ``trainer.sft.per_turn`` each
+assistant turn of a multi-turn sample is its own sample with the earlier turns as context.
+When ``job.loss`` is set, the loss is ``job.loss(logits, labels, segments)`` on shifted tensors
+(``logits[:, t]`` predicts ``labels[:, t]``) with ``segments = {"think", "call"}`` bool masks;
+a loss that is a ``torch.nn.Module`` with parameters (a learnable weight) is trained with the
+model and saved in every checkpoint. Checkpoints go to ``run.checkpoint_dir``; ``resume``
+continues from the latest one.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from aworld_rl_core.backends.base import TrainJob
+from aworld_rl_core.backends.sft_data import SftCollator, build_samples, shifted_segments
+from aworld_rl_core.errors import AworldError
+
+LOSS_STATE_FILE = "loss_state.pt"
+_LOG_KEYS = {"loss": "loss", "grad_norm": "grad_norm", "learning_rate": "lr", "epoch": "epoch"}
+
+
+class HfSftBackend:
+    """SFT with transformers' ``Trainer`` (CPU or one GPU)."""
+
+    name = "hf-sft"
+
+    def train(self, job: TrainJob) -> Any:
+        from transformers import set_seed
+
+        from aworld_rl_core.recipe import RunResult
+        from aworld_rl_core.testing.tiny import load_model_and_tokenizer
+
+        trainer_cfg = job.trainer
+        _check_batch_sizes(trainer_cfg)
+        set_seed(trainer_cfg.seed)
+        model, tokenizer = load_model_and_tokenizer(job.model, seed=trainer_cfg.seed)
+        sft = trainer_cfg.sft
+        train, stats = build_samples(
+            job.train_rows, tokenizer, max_length=sft.max_length, per_turn=sft.per_turn
+        )
+        if not train:
+            raise AworldError("hf-sft: no training samples with assistant tokens; check the rows")
+        evals, _ = build_samples(
+            job.eval_rows, tokenizer, max_length=sft.max_length, per_turn=sft.per_turn
+        )
+        trainer = _make_trainer(job, model, tokenizer, train, evals)
+        checkpoint = _resume_checkpoint(job)
+        if checkpoint is not None:
+            _load_loss_state(job.loss, checkpoint)
+        output = trainer.train(resume_from_checkpoint=str(checkpoint) if checkpoint else None)
+        metrics: dict[str, float] = {
+            "train_loss": float(output.training_loss),
+            "global_step": float(trainer.state.global_step),
+            "samples": float(stats.samples),
+            "dropped_samples": float(stats.dropped),
+            "supervised_tokens": float(stats.supervised_tokens),
+        }
+        losses = [e["loss"] for e in trainer.state.log_history if "loss" in e]
+        if losses:
+            metrics["final_loss"] = float(losses[-1])
+        if evals:
+            metrics["eval_loss"] = float(trainer.evaluate()["eval_loss"])
+        model_dir = job.run.dir / "model"
+        trainer.save_model(str(model_dir))
+        tokenizer.save_pretrained(str(model_dir))
+        job.run.log({k: v for k, v in metrics.items() if k != "global_step"})
+        return RunResult(
+            metrics=metrics,
+            outputs={"model": model_dir},
+            checkpoints=checkpoints(job.run.checkpoint_dir),
+        )
+
+
+def checkpoints(directory: Path) -> list[Path]:
+    """The ``checkpoint-<step>`` directories in ``directory``, oldest first."""
+    if not directory.is_dir():
+        return []
+    found = [p for p in directory.glob("checkpoint-*") if p.name.split("-")[-1].isdigit()]
+    return sorted(found, key=lambda p: int(p.name.split("-")[-1]))
+
+
+def _resume_checkpoint(job: TrainJob) -> Path | None:
+    if not (job.trainer.resume or getattr(job.run, "resume", False)):
+        return None
+    found = checkpoints(job.run.checkpoint_dir)
+    if not found:
+        job.run.log({"resume_found_checkpoint": 0.0})
+        return None
+    return found[-1]
+
+
+def _check_batch_sizes(cfg: Any) -> None:
+    if cfg.micro_batch_size < 1 or cfg.batch_size % cfg.micro_batch_size:
+        raise AworldError(
+            f"trainer.batch_size={cfg.batch_size} must be a multiple of "
+            f"trainer.micro_batch_size={cfg.micro_batch_size}"
+        )
+
+
+def _training_args(job: TrainJob) -> Any:
+    import torch
+    from transformers import TrainingArguments
+
+    cfg = job.trainer
+    cuda = torch.cuda.is_available()
+    return TrainingArguments(
+        output_dir=str(job.run.checkpoint_dir),
+        per_device_train_batch_size=cfg.micro_batch_size,
+        per_device_eval_batch_size=cfg.micro_batch_size,
+        gradient_accumulation_steps=cfg.batch_size // cfg.micro_batch_size,
+        learning_rate=cfg.learning_rate,
+        max_steps=cfg.max_steps,
+        num_train_epochs=cfg.epochs,
+        weight_decay=cfg.weight_decay,
+        max_grad_norm=cfg.max_grad_norm,
+        lr_scheduler_type=cfg.sft.lr_scheduler,
+        warmup_steps=cfg.sft.warmup_ratio,
+        seed=cfg.seed,
+        data_seed=cfg.seed,
+        logging_steps=cfg.logging_steps,
+        save_strategy="steps",
+        save_steps=cfg.save_steps,
+        report_to="none",
+        use_cpu=not cuda,
+        bf16=cuda and job.model.dtype == "bfloat16",
+        fp16=cuda and job.model.dtype == "float16",
+        remove_unused_columns=False,
+        dataloader_num_workers=0,
+        disable_tqdm=True,
+    )
+
+
+def _make_trainer(job: TrainJob, model: Any, tokenizer: Any, train: list, evals: list) -> Any:
+    import torch
+    from transformers import PrinterCallback, Trainer, TrainerCallback
+
+    loss_fn = job.loss
+    loss_params = (
+        [p for p in loss_fn.parameters() if p.requires_grad]
+        if isinstance(loss_fn, torch.nn.Module)
+        else []
+    )
+    if isinstance(loss_fn, torch.nn.Module):
+        loss_fn.to(model.device)
+
+    class SegmentLossTrainer(Trainer):
+        """``Trainer`` whose loss is ``job.loss(logits, labels, segments)`` when one is set."""
+
+        def __init__(self, *args: Any, **kwargs: Any) -> None:
+            super().__init__(*args, **kwargs)
+            if loss_fn is not None:
+                self.loss_is_scaled_for_ga = False  # the hook returns a per-micro-batch mean
+
+        def create_optimizer(self, *args: Any, **kwargs: Any) -> Any:
+            optimizer = super().create_optimizer(*args, **kwargs)
+            if loss_params and not any(
+                p is q for g in optimizer.param_groups for p in g["params"] for q in loss_params
+            ):
+                optimizer.add_param_group({"params": loss_params, "weight_decay": 0.0})
+            return optimizer
+
+        def compute_loss(
+            self,
+            model: Any,
+            inputs: dict[str, Any],
+            return_outputs: bool = False,
+            num_items_in_batch: Any = None,
+        ) -> Any:
+            inputs = dict(inputs)
+            think = inputs.pop("think_mask")
+            if loss_fn is None:
+                return super().compute_loss(model, inputs, return_outputs, num_items_in_batch)
+            labels = inputs.pop("labels")
+            outputs = model(**inputs)
+            logits, shifted, segments = shifted_segments(outputs.logits, labels, think)
+            loss = loss_fn(logits, shifted, segments)
+            return (loss, outputs) if return_outputs else loss
+
+    run = job.run
+
+    class RunLogCallback(TrainerCallback):
+        """Sends the trainer's logs to ``run.log`` and saves the loss module's state."""
+
+        def on_log(self, args: Any, state: Any, control: Any, logs: Any = None, **kw: Any) -> None:
+            logs = logs or {}
+            if "loss" not in logs:  # the end-of-training summary; reported by train()
+                return
+            metrics = {_LOG_KEYS[k]: float(v) for k, v in logs.items() if k in _LOG_KEYS}
+            alpha = getattr(loss_fn, "alpha", None)
+            if callable(alpha):
+                metrics["loss_alpha"] = float(torch.as_tensor(alpha()).detach())
+            if metrics:
+                run.log(metrics, step=state.global_step)
+
+        def on_save(self, args: Any, state: Any, control: Any, **kw: Any) -> None:
+            if isinstance(loss_fn, torch.nn.Module) and loss_fn.state_dict():
+                folder = Path(args.output_dir) / f"checkpoint-{state.global_step}"
+                folder.mkdir(parents=True, exist_ok=True)
+                torch.save(loss_fn.state_dict(), folder / LOSS_STATE_FILE)
+
+    trainer = SegmentLossTrainer(
+        model=model,
+        args=_training_args(job),
+        train_dataset=[s.as_features() for s in train],
+        eval_dataset=[s.as_features() for s in evals] or None,
+        data_collator=SftCollator(tokenizer.pad_token_id),
+        processing_class=tokenizer,
+        callbacks=[RunLogCallback()],
+    )
+    trainer.remove_callback(PrinterCallback)  # metrics go to run.log, not stdout
+    return trainer
+
+
+def _load_loss_state(loss_fn: Any, checkpoint: Path) -> None:
+    state_file = checkpoint / LOSS_STATE_FILE
+    if loss_fn is None or not state_file.is_file():
+        return
+    import torch
+
+    loss_fn.load_state_dict(torch.load(state_file, map_location="cpu"))

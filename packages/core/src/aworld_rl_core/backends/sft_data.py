@@ -1,0 +1,274 @@
+"""SFT data: render chat records, label the assistant's tokens, mark ``<think>`` spans.
+
+Assistant spans come from the chat template's ``{% generation %}`` markers when it has them
+(``return_assistant_tokens_mask``), otherwise from rendering prefixes: the text added by
+``messages[:i+1]`` after ``messages[:i]`` plus the generation prompt is assistant turn ``i``
+(up to and including the end-of-turn token). With ``per_turn`` a conversation with K assistant
+turns gives K samples; sample k ends with turn k, and only turn k carries labels.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from aworld_rl_core.records.record import RecordError, ToolUseRecord
+
+IGNORE_INDEX = -100
+_GENERATION_TAG = re.compile(r"\{%-?\s*generation\s*-?%\}")
+_THINK_SPAN = re.compile(r"<think>.*?(?:</think>|\Z)", re.DOTALL)
+
+
+@dataclass
+class SftSample:
+    """One training sequence: token ids, labels (-100 = no loss) and the ``<think>`` mask."""
+
+    input_ids: list[int]
+    labels: list[int]
+    think_mask: list[int]
+
+    def as_features(self) -> dict[str, list[int]]:
+        return {"input_ids": self.input_ids, "labels": self.labels, "think_mask": self.think_mask}
+
+
+@dataclass
+class SftStats:
+    """Counts from building samples."""
+
+    rows: int = 0
+    samples: int = 0
+    truncated: int = 0
+    dropped: int = 0
+    supervised_tokens: int = 0
+    notes: list[str] = field(default_factory=list)
+
+
+def row_messages_and_tools(row: Mapping[str, Any]) -> tuple[list[dict], list[dict]]:
+    """Validated ``messages`` and ``tools`` of a training row (a record dict or a TRL row)."""
+    if not isinstance(row, Mapping) or "messages" not in row:
+        raise RecordError(
+            "an SFT row needs 'messages' (a core record dict, see aworld_rl_core.records)"
+        )
+    tools = row.get("tools") or []
+    if isinstance(tools, str):
+        tools = json.loads(tools) if tools.strip() else []
+    record = ToolUseRecord(messages=row["messages"], tools=tools, id=str(row.get("id") or ""))
+    return record.messages, record.tools
+
+
+def has_generation_markers(tokenizer: Any) -> bool:
+    """Whether the tokenizer's chat template marks assistant text with ``{% generation %}``."""
+    template = tokenizer.chat_template
+    return isinstance(template, str) and bool(_GENERATION_TAG.search(template))
+
+
+def _render(tokenizer: Any, messages: Sequence[Mapping], tools: list, **kwargs: Any) -> str:
+    return tokenizer.apply_chat_template(
+        list(messages), tools=tools or None, tokenize=False, **kwargs
+    )
+
+
+def _encode(tokenizer: Any, text: str) -> tuple[list[int], list[tuple[int, int]]]:
+    enc = tokenizer(text, add_special_tokens=False, return_offsets_mapping=True)
+    return list(enc["input_ids"]), [tuple(o) for o in enc["offset_mapping"]]
+
+
+def _runs(mask: Sequence[int]) -> list[tuple[int, int]]:
+    """[start, end) index ranges where ``mask`` is 1."""
+    runs, start = [], None
+    for i, bit in enumerate([*mask, 0]):
+        if bit and start is None:
+            start = i
+        elif not bit and start is not None:
+            runs.append((start, i))
+            start = None
+    return runs
+
+
+def _char_spans_to_tokens(
+    offsets: Sequence[tuple[int, int]], spans: Iterable[tuple[int, int]]
+) -> list[int]:
+    """1 for every token whose characters overlap one of ``spans``."""
+    spans = list(spans)
+    return [int(any(s < b and e > a for a, b in spans)) for s, e in offsets]
+
+
+def think_mask(text: str, offsets: Sequence[tuple[int, int]]) -> list[int]:
+    """1 for tokens inside ``<think>...</think>`` (tags included; an unclosed block runs on)."""
+    return _char_spans_to_tokens(offsets, (m.span() for m in _THINK_SPAN.finditer(text)))
+
+
+def _turn_end(text: str, start: int, eos: str | None) -> int:
+    """End of an assistant turn rendered from ``start``: after its end-of-turn token."""
+    if eos:
+        found = text.find(eos, start)
+        if found >= 0:
+            return found + len(eos)
+    return len(text.rstrip("\n"))
+
+
+def _prefix_spans(
+    tokenizer: Any, messages: list[dict], tools: list, turns: list[int]
+) -> list[tuple[str, list[tuple[int, int]]]]:
+    """For each of ``turns`` (assistant indices): the text through that turn and its char span."""
+    out = []
+    for i in turns:
+        prefix = _render(tokenizer, messages[:i], tools, add_generation_prompt=True)
+        through = _render(tokenizer, messages[: i + 1], tools)
+        if not through.startswith(prefix):
+            raise RecordError(
+                "the chat template renders an assistant turn differently from its generation "
+                "prompt, so the assistant tokens cannot be located; set model.chat_template to a "
+                "template with {% generation %} markers"
+            )
+        out.append((through, [(len(prefix), _turn_end(through, len(prefix), tokenizer.eos_token))]))
+    return out
+
+
+def conversation_samples(
+    tokenizer: Any, messages: list[dict], tools: list, *, per_turn: bool
+) -> list[SftSample]:
+    """Samples for one conversation (labels only on assistant tokens)."""
+    turns = [i for i, m in enumerate(messages) if m["role"] == "assistant"]
+    if not turns:
+        raise RecordError("an SFT conversation needs at least one assistant message")
+    messages = messages[: turns[-1] + 1]
+    if has_generation_markers(tokenizer):
+        text = _render(tokenizer, messages, tools)
+        ids, offsets = _encode(tokenizer, text)
+        marked = tokenizer.apply_chat_template(
+            messages,
+            tools=tools or None,
+            tokenize=True,
+            return_dict=True,
+            return_assistant_tokens_mask=True,
+        )
+        if list(marked["input_ids"]) != ids:
+            raise RecordError("the chat template's token ids differ from the rendered text's")
+        spans = _runs(marked["assistant_masks"])
+        if len(spans) != len(turns):
+            raise RecordError(
+                f"the chat template marked {len(spans)} assistant spans for {len(turns)} "
+                "assistant messages; check its {% generation %} markers"
+            )
+        think = think_mask(text, offsets)
+        if per_turn:
+            return [_sample(ids[:end], think[:end], [(start, end)]) for start, end in spans]
+        return [_sample(ids, think, spans)]
+    if per_turn:
+        out = []
+        for through, char_span in _prefix_spans(tokenizer, messages, tools, turns):
+            text = through[: char_span[0][1]]  # end the sample with its turn, as above
+            ids, offsets = _encode(tokenizer, text)
+            supervised = _char_spans_to_tokens(offsets, char_span)
+            out.append(_sample(ids, think_mask(text, offsets), _runs(supervised)))
+        return out
+    text = _render(tokenizer, messages, tools)
+    char_spans = []
+    for through, span in _prefix_spans(tokenizer, messages, tools, turns):
+        if not text.startswith(through):
+            raise RecordError(
+                "the chat template rewrites earlier turns (e.g. drops their <think> blocks), so "
+                "a whole conversation cannot be one sample; use trainer.sft.per_turn=true or a "
+                "template with {% generation %} markers"
+            )
+        char_spans += span
+    ids, offsets = _encode(tokenizer, text)
+    supervised = _char_spans_to_tokens(offsets, char_spans)
+    return [_sample(ids, think_mask(text, offsets), _runs(supervised))]
+
+
+def _sample(ids: list[int], think: list[int], spans: list[tuple[int, int]]) -> SftSample:
+    labels = [IGNORE_INDEX] * len(ids)
+    for start, end in spans:
+        labels[start:end] = ids[start:end]
+    return SftSample(input_ids=list(ids), labels=labels, think_mask=list(think))
+
+
+def build_samples(
+    rows: Iterable[Mapping[str, Any]], tokenizer: Any, *, max_length: int, per_turn: bool
+) -> tuple[list[SftSample], SftStats]:
+    """Tokenize training rows; samples over ``max_length`` are cut, and dropped if no labels
+    remain."""
+    if max_length < 2:
+        raise ValueError(f"trainer.sft.max_length must be at least 2, got {max_length}")
+    stats = SftStats()
+    samples = []
+    for index, row in enumerate(rows):
+        stats.rows += 1
+        try:
+            messages, tools = row_messages_and_tools(row)
+            made = conversation_samples(tokenizer, messages, tools, per_turn=per_turn)
+        except RecordError as exc:
+            raise RecordError(f"training row {index}: {exc}") from None
+        for sample in made:
+            if len(sample.input_ids) > max_length:
+                stats.truncated += 1
+                sample = SftSample(
+                    sample.input_ids[:max_length],
+                    sample.labels[:max_length],
+                    sample.think_mask[:max_length],
+                )
+            n_labels = sum(label != IGNORE_INDEX for label in sample.labels[1:])
+            if n_labels == 0:
+                stats.dropped += 1
+                continue
+            stats.supervised_tokens += n_labels
+            samples.append(sample)
+    stats.samples = len(samples)
+    if stats.dropped:
+        stats.notes.append(
+            f"{stats.dropped} samples had no assistant tokens within trainer.sft.max_length="
+            f"{max_length} and were dropped"
+        )
+    return samples, stats
+
+
+class SftCollator:
+    """Right-pads ``input_ids`` (pad id), ``labels`` (-100) and ``think_mask`` (0)."""
+
+    def __init__(self, pad_token_id: int) -> None:
+        self.pad_token_id = pad_token_id
+
+    def __call__(self, features: Sequence[Mapping[str, Sequence[int]]]) -> dict[str, Any]:
+        import torch
+
+        width = max(len(f["input_ids"]) for f in features)
+
+        def pad(key: str, value: int) -> Any:
+            return torch.tensor(
+                [list(f[key]) + [value] * (width - len(f[key])) for f in features],
+                dtype=torch.long,
+            )
+
+        input_ids = pad("input_ids", self.pad_token_id)
+        attention = torch.tensor(
+            [[1] * len(f["input_ids"]) + [0] * (width - len(f["input_ids"])) for f in features],
+            dtype=torch.long,
+        )
+        return {
+            "input_ids": input_ids,
+            "attention_mask": attention,
+            "labels": pad("labels", IGNORE_INDEX),
+            "think_mask": pad("think_mask", 0),
+        }
+
+
+def shifted_segments(logits: Any, labels: Any, think: Any) -> tuple[Any, Any, dict[str, Any]]:
+    """Align for next-token loss: ``logits[:, t]`` predicts ``labels[:, t]``.
+
+    Returns ``(logits[:, :-1], labels[:, 1:], segments)`` with ``segments["think"]`` the
+    supervised positions inside ``<think>...</think>`` and ``segments["call"]`` the other
+    supervised positions.
+    """
+    labels = labels[:, 1:]
+    think = think[:, 1:].bool()
+    supervised = labels != IGNORE_INDEX
+    return (
+        logits[:, :-1, :],
+        labels,
+        {"think": supervised & think, "call": supervised & ~think},
+    )
