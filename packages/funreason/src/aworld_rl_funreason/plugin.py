@@ -14,6 +14,27 @@ def register_recipes(register):
         presets="aworld_rl_funreason:configs/refine",
         help="FCDR: five-stage LLM-judged refinement of function-calling data (+ CoT writing).",
     )
+    register(
+        "funreason.sft",
+        config=f"{_R}.sft:SftRecipeConfig",
+        run=f"{_R}.sft:run",
+        presets="aworld_rl_funreason:configs/sft",
+        help="SFT on CoT function-calling data with the SRML loss (hf-sft or LLaMA-Factory).",
+    )
+    register(
+        "funreason.self-refine",
+        config=f"{_R}.self_refine:SelfRefineConfig",
+        run=f"{_R}.self_refine:run",
+        presets="aworld_rl_funreason:configs/self-refine",
+        help="v1 self-refinement (FCDR-filtered) or v3 hard-data re-sampling (judge panel).",
+    )
+    register(
+        "funreason.eval",
+        config=f"{_R}.evaluate:EvalConfig",
+        run=f"{_R}.evaluate:run",
+        presets="aworld_rl_funreason:configs/eval",
+        help="BFCL single-turn accuracy (think stripped, AST judge, BFCL aggregation).",
+    )
 
 
 @hookimpl

@@ -95,8 +95,8 @@ class RefineConfig:
     concurrency: int = field(default=32, metadata=_help("samples refined at the same time"))
 
 
-def _settings(cfg: RefineConfig) -> FcdrSettings:
-    f = cfg.fcdr
+def fcdr_settings(f: FcdrConfig) -> FcdrSettings:
+    """The pipeline settings a config block describes."""
     return FcdrSettings(
         stages=tuple(f.stages),
         deterministic=f.deterministic,
@@ -173,7 +173,7 @@ def _client(cfg: LLMConfig) -> Any:
 def run(cfg: RefineConfig, run: Run) -> RunResult:
     """Refine ``cfg.data.path``; outputs under ``<run dir>/fcdr/``."""
     samples = read_samples(resolve_path(cfg.data.path), cfg.data.limit)
-    settings = _settings(cfg)
+    settings = fcdr_settings(cfg.fcdr)
     out_dir = run.dir / "fcdr"
     out_dir.mkdir(parents=True, exist_ok=True)
 

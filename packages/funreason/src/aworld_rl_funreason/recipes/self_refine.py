@@ -1,0 +1,267 @@
+"""``funreason.self-refine``: improve the SFT model with its own answers.
+
+``mode=v1`` (FunReason self-refinement): each round the current model answers the training
+queries, FCDR filters the answers, and the model is fine-tuned again on what passed.
+``mode=v3`` (BalanceSFT hard-data re-sampling): each round the model answers the hard-pool
+queries, a panel of judges votes on every answer, accepted answers become new training data,
+the queries they answer leave the pool, and the model is fine-tuned on the new data only (or
+with replay); it stops when the pool is empty or after ``t_max`` rounds.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import dataclasses
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Literal
+
+from aworld_rl_core.backends.config import ModelConfig, TrainerConfig
+from aworld_rl_core.llm.config import LLMConfig
+from aworld_rl_core.recipe import Run, RunResult
+
+from aworld_rl_funreason.data import FcSample, read_samples, write_jsonl
+from aworld_rl_funreason.paths import resolve_path
+from aworld_rl_funreason.recipes.refine import FcdrConfig, fcdr_settings
+from aworld_rl_funreason.recipes.sft import LossConfig, SftDataConfig, SftRecipeConfig
+
+
+def _help(text: str) -> dict[str, str]:
+    return {"help": text}
+
+
+def _default_judges() -> tuple[LLMConfig, ...]:
+    return tuple(
+        LLMConfig(model=name, temperature=0.7, max_tokens=4096)
+        for name in ("gemini-2.5-pro", "gpt-4o", "claude-3-5-sonnet")
+    )
+
+
+@dataclass(frozen=True, kw_only=True)
+class SelfRefineDataConfig:
+    """Where the queries come from."""
+
+    path: str = field(
+        default="",
+        metadata=_help("training samples: v1 samples their queries; v3 replays them if asked"),
+    )
+    hard_path: str = field(
+        default="", metadata=_help("v3: the hard pool (hard.jsonl of funreason.refine)")
+    )
+    limit: int | None = field(default=None, metadata=_help("use only the first N of each file"))
+    prompt: Literal["bfcl", "chat_tools"] = field(
+        default="bfcl", metadata=_help("prompt format for sampling and training")
+    )
+
+
+@dataclass(frozen=True, kw_only=True)
+class SelfRefineConfig:
+    """Self-refinement (v1) or hard-data re-sampling (v3) around SRML SFT."""
+
+    mode: Literal["v1", "v3"] = field(
+        default="v1",
+        metadata=_help("v1: FCDR-filtered self-refinement; v3: HDR over the hard pool"),
+    )
+    data: SelfRefineDataConfig = field(default_factory=SelfRefineDataConfig, metadata=_help("data"))
+    model: ModelConfig = field(
+        default_factory=lambda: ModelConfig(name_or_path="Qwen/Qwen2.5-Coder-7B-Instruct"),
+        metadata=_help("the starting model M_0 (the SFT output)"),
+    )
+    rounds: int = field(default=1, metadata=_help("v1: self-refinement rounds"))
+    t_max: int = field(default=10, metadata=_help("v3: at most this many re-sampling rounds"))
+    num_samples: int = field(default=3, metadata=_help("answers sampled per query per round"))
+    sampler: LLMConfig = field(
+        default_factory=lambda: LLMConfig(provider="local", temperature=0.7, max_tokens=4096),
+        metadata=_help(
+            "how the current model samples; provider=local loads each round's model (its "
+            "'model' is replaced), provider=openai queries a server you point at it"
+        ),
+    )
+    fcdr: FcdrConfig = field(default_factory=FcdrConfig, metadata=_help("v1: the FCDR filter"))
+    judge: LLMConfig = field(
+        default_factory=lambda: LLMConfig(model="Qwen/QwQ-32B", temperature=0.6, max_tokens=8192),
+        metadata=_help("v1: the FCDR judge"),
+    )
+    judges: tuple[LLMConfig, ...] = field(
+        default_factory=_default_judges,
+        metadata=_help("v3: the judge panel (paper: Gemini-2.5-Pro, GPT-4o, Claude-3.5-Sonnet)"),
+    )
+    threshold: float = field(default=0.5, metadata=_help("v3: a judge passes an answer at >= tau"))
+    vote: Literal["unanimous", "majority"] = field(
+        default="unanimous",
+        metadata=_help("v3: keep when all judges pass (the paper's equation) or most (its prose)"),
+    )
+    deterministic: bool = field(
+        default=True, metadata=_help("reject unparseable / schema-breaking answers without judges")
+    )
+    replay: bool = field(
+        default=False, metadata=_help("v3: also train on data.path each round (paper: new only)")
+    )
+    loss: LossConfig = field(
+        default_factory=LossConfig, metadata=_help("SRML loss (funreason.sft)")
+    )
+    trainer: TrainerConfig = field(
+        default_factory=lambda: TrainerConfig(backend="hf-sft", learning_rate=4e-5, batch_size=512),
+        metadata=_help("SFT backend and optimisation for every round"),
+    )
+    concurrency: int = field(default=32, metadata=_help("requests in flight"))
+
+
+def _sampler_for(cfg: SelfRefineConfig, model_path: str) -> Any:
+    from aworld_rl_funreason.recipes.evaluate import make_generator
+
+    sampler = cfg.sampler
+    if sampler.provider == "local":
+        sampler = dataclasses.replace(sampler, model=model_path)
+    return make_generator(sampler)
+
+
+def _sft_config(cfg: SelfRefineConfig) -> SftRecipeConfig:
+    return SftRecipeConfig(
+        data=SftDataConfig(prompt=cfg.data.prompt, require_reasoning=False),
+        loss=cfg.loss,
+        model=cfg.model,
+        trainer=cfg.trainer,
+    )
+
+
+async def _sample(cfg: SelfRefineConfig, model_path: str, queries: list[FcSample]) -> list[Any]:
+    from aworld_rl_funreason.hdr import sample_candidates
+
+    client = _sampler_for(cfg, model_path)
+    try:
+        return await sample_candidates(
+            client, queries, cfg.num_samples, prompt=cfg.data.prompt, concurrency=cfg.concurrency
+        )
+    finally:
+        await client.aclose()
+
+
+async def _filter_v1(cfg: SelfRefineConfig, candidates: list[Any], tag: str) -> list[FcSample]:
+    """FCDR over the sampled answers; the ones that pass unchanged (an answer the judge would
+    have to rewrite no longer matches the model's reasoning, so it is not used)."""
+    from aworld_rl_core.llm.factory import make_client
+
+    from aworld_rl_funreason.fcdr.pipeline import refine_sample
+
+    judge = make_client(cfg.judge) if cfg.fcdr.judge == "llm" else None
+    settings = dataclasses.replace(
+        fcdr_settings(cfg.fcdr), generate_cot=False, answer_fail="hard_pool"
+    )
+    sem = asyncio.Semaphore(cfg.concurrency)
+
+    async def one(c: Any) -> Any:
+        async with sem:
+            return await refine_sample(c.as_sample(tag), judge, settings)
+
+    try:
+        outcomes = await asyncio.gather(*(one(c) for c in candidates))
+    finally:
+        if judge is not None:
+            await judge.aclose()
+    return [o.sample for o in outcomes if o.status == "kept" and o.sample.reasoning]
+
+
+async def _filter_v3(cfg: SelfRefineConfig, candidates: list[Any], tag: str) -> list[FcSample]:
+    """Judge-panel vote; the first accepted answer per query."""
+    from aworld_rl_core.llm.factory import make_client
+
+    from aworld_rl_funreason.hdr import judge_candidate
+
+    judges = [make_client(j) for j in cfg.judges]
+    if not judges:
+        raise ValueError("mode=v3 needs at least one judge in `judges`")
+    sem = asyncio.Semaphore(cfg.concurrency)
+
+    async def one(c: Any) -> bool:
+        async with sem:
+            kept, _, _ = await judge_candidate(
+                c, judges, threshold=cfg.threshold, rule=cfg.vote, deterministic=cfg.deterministic
+            )
+            return kept
+
+    try:
+        verdicts = await asyncio.gather(*(one(c) for c in candidates))
+    finally:
+        for j in judges:
+            await j.aclose()
+    accepted: dict[str, FcSample] = {}
+    for c, ok in zip(candidates, verdicts, strict=True):
+        if ok and c.source.id not in accepted:
+            accepted[c.source.id] = c.as_sample(tag)
+    return list(accepted.values())
+
+
+def _train_round(
+    cfg: SelfRefineConfig, run: Run, rnd: int, samples: list[FcSample], model_path: str
+) -> str:
+    """SFT the current model on ``samples``; the new model's directory."""
+    from aworld_rl_funreason.recipes.sft import train_on_samples
+
+    sub = Run(run.dir / f"round-{rnd}", name=f"{run.name}/round-{rnd}", quiet=run.quiet)
+    try:
+        model = dataclasses.replace(cfg.model, name_or_path=model_path)
+        result = train_on_samples(samples, _sft_config(cfg), sub, model=model)
+    finally:
+        sub.close()
+    return str(result.outputs["model"])
+
+
+def _read(spec: str, limit: int | None) -> list[FcSample]:
+    return read_samples(resolve_path(spec), limit) if spec else []
+
+
+def run(cfg: SelfRefineConfig, run: Run) -> RunResult:
+    """Run the rounds; every round's new data and model land under ``round-<t>/``."""
+    if cfg.num_samples < 1:
+        raise ValueError(f"num_samples must be >= 1, got {cfg.num_samples}")
+    train = _read(cfg.data.path, cfg.data.limit)
+    pool = _read(cfg.data.hard_path, cfg.data.limit) if cfg.mode == "v3" else []
+    if cfg.mode == "v1" and not train:
+        raise ValueError("mode=v1 samples the training queries: set data.path")
+    if cfg.mode == "v3" and not pool:
+        raise ValueError("mode=v3 re-samples the hard pool: set data.hard_path")
+    model_path = cfg.model.name_or_path
+    max_rounds = cfg.rounds if cfg.mode == "v1" else cfg.t_max
+    history = []
+    for rnd in range(1, max_rounds + 1):
+        queries = train if cfg.mode == "v1" else pool
+        if not queries:
+            break
+        tag = f"r{rnd}"
+        candidates = asyncio.run(_sample(cfg, model_path, queries))
+        filt = _filter_v1 if cfg.mode == "v1" else _filter_v3
+        new = asyncio.run(filt(cfg, candidates, tag))
+        round_dir = run.dir / f"round-{rnd}"
+        write_jsonl(round_dir / "new_samples.jsonl", [s.to_dict() for s in new])
+        if cfg.mode == "v3":
+            solved = {s.meta["sampled_from"] for s in new}
+            pool = [q for q in pool if q.id not in solved]
+            write_jsonl(round_dir / "hard_pool.jsonl", [q.to_dict() for q in pool])
+        data = new + (train if cfg.mode == "v3" and cfg.replay and new else [])
+        trained = bool(new)
+        if trained:
+            model_path = _train_round(cfg, run, rnd, data, model_path)
+        stats = {
+            "round": rnd,
+            "candidates": len(candidates),
+            "accepted": len(new),
+            "pool_left": len(pool),
+            "trained": float(trained),
+        }
+        history.append(stats)
+        run.log({k: float(v) for k, v in stats.items() if k != "round"}, step=rnd)
+    lines = ["| round | sampled | accepted | pool left | trained |", "|---|---|---|---|---|"]
+    lines += [
+        f"| {h['round']} | {h['candidates']} | {h['accepted']} | {h['pool_left']} | "
+        f"{'yes' if h['trained'] else 'no'} |"
+        for h in history
+    ]
+    run.add_section(f"Self-refinement ({cfg.mode})", "\n".join(lines))
+    metrics = {
+        "rounds": float(len(history)),
+        "accepted_total": float(sum(h["accepted"] for h in history)),
+        "pool_left": float(len(pool)),
+    }
+    outputs = {"model": Path(model_path)} if model_path != cfg.model.name_or_path else {}
+    return RunResult(metrics=metrics, outputs=outputs)

@@ -1,0 +1,140 @@
+"""Self-refinement: judge votes by hand, v3 hard-pool rounds against scripted servers, and the
+v1 tiny-cpu preset."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+from aworld_rl_core.config import load_config
+from aworld_rl_core.recipe import execute
+from aworld_rl_core.testing.llm_server import ScriptedLLMServer
+from aworld_rl_funreason.hdr import parse_score, vote
+from aworld_rl_funreason.recipes.self_refine import SelfRefineConfig, run
+
+PRESETS = "aworld_rl_funreason:configs/self-refine"
+
+
+@pytest.fixture(autouse=True)
+def _env(tmp_path_factory, monkeypatch):
+    monkeypatch.setenv("BFCL_PROJECT_ROOT", str(tmp_path_factory.mktemp("bfcl")))
+    monkeypatch.setenv("AWORLD_RL_HOME", str(tmp_path_factory.mktemp("home")))
+
+
+def test_parse_score():
+    assert parse_score("<think><score>0.1</score></think> ok <score>0.8</score>") == 0.8
+    assert parse_score("<judge>True</judge>") == 1.0
+    assert parse_score("<score>7</score>") is None
+    assert parse_score("nothing") is None
+
+
+def test_vote_unanimous_and_majority():
+    assert vote([0.9, 0.5, 0.7]) is True
+    assert vote([0.9, 0.4, 0.7]) is False
+    assert vote([0.9, 0.4, 0.7], rule="majority") is True
+    assert vote([0.9, None, 0.2], rule="majority") is False
+    assert vote([0.6], threshold=0.7) is False
+    with pytest.raises(ValueError):
+        vote([])
+
+
+def test_presets_load():
+    for preset in ("tiny-cpu", "paper", "paper-v3"):
+        cfg = load_config(SelfRefineConfig, preset=preset, presets=PRESETS)
+    assert len(cfg.judges) == 3 and cfg.vote == "unanimous" and cfg.t_max == 10
+
+
+# The toy hard pool: the model answers Paris right, Rome in a broken format, and Oslo in a way
+# one of three judges rejects.
+ANSWERS = {
+    "What is the weather in Paris?": "<think>Paris weather.</think>\n\n[get_weather(city='Paris')]",
+    "Give me a 3-day forecast for Rome.": "<think>Rome.</think>\n\nget_weather(city=Rome",
+    "Weather in Oslo and 50 EUR in NOK?": (
+        "<think>Two calls.</think>\n\n[get_weather(city='Oslo'), "
+        "convert_currency(amount=50, source='EUR', target='NOK')]"
+    ),
+}
+
+
+def _server_reply(body):
+    text = body["messages"][-1]["content"]
+    if body["model"] == "policy":
+        return ANSWERS[text]
+    if body["model"] == "strict-judge" and "Oslo" in text:
+        return "<score>0.2</score>"
+    return "<think>fine</think><score>0.9</score>"
+
+
+def _write_pool(tmp_path):
+    from importlib import resources
+
+    src = resources.files("aworld_rl_funreason").joinpath("sample_data/fcdr_tiny.jsonl")
+    rows = [json.loads(x) for x in src.read_text().splitlines()]
+    pool = [r for r in rows if r["query"] in ANSWERS]
+    path = tmp_path / "hard.jsonl"
+    path.write_text("".join(json.dumps(r) + "\n" for r in pool))
+    return path
+
+
+def _cfg(server, pool, *extra):
+    judges = [
+        {"model": m, "base_url": server.base_url, "max_retries": 0}
+        for m in ("judge-a", "strict-judge", "judge-c")
+    ]
+    sampler = {"provider": "openai", "model": "policy", "base_url": server.base_url}
+    overrides = [
+        "mode=v3",
+        f"data.hard_path={pool}",
+        "data.path=",
+        "data.limit=null",
+        f"sampler={json.dumps(sampler)}",
+        f"judges={json.dumps(judges)}",
+        *extra,
+    ]
+    return load_config(SelfRefineConfig, preset="tiny-cpu", presets=PRESETS, overrides=overrides)
+
+
+def test_v3_rounds_shrink_the_pool_and_train_on_accepted(tmp_path):
+    pool = _write_pool(tmp_path)
+    with ScriptedLLMServer(_server_reply) as server:
+        cfg = _cfg(server, pool, "t_max=2")
+        result, _ = execute(
+            "funreason.self-refine", run, cfg, output_dir=tmp_path / "run", quiet=True
+        )
+    assert result.metrics == {"rounds": 2.0, "accepted_total": 1.0, "pool_left": 2.0}
+    [new] = [
+        json.loads(x) for x in (tmp_path / "run/round-1/new_samples.jsonl").read_text().splitlines()
+    ]
+    assert new["answer"] == "[get_weather(city='Paris')]" and new["reasoning"] == "Paris weather."
+    assert new["meta"]["sampled_from"] == "fcdr-1"
+    left = [
+        json.loads(x)["id"]
+        for x in (tmp_path / "run/round-2/hard_pool.jsonl").read_text().splitlines()
+    ]
+    assert left == ["fcdr-2", "fcdr-6"]
+    assert (result.outputs["model"] / "config.json").exists()  # round 1 trained a model
+    assert not (tmp_path / "run/round-2/model").exists()  # nothing new in round 2
+
+
+def test_v3_majority_accepts_what_unanimity_rejects(tmp_path):
+    pool = _write_pool(tmp_path)
+    with ScriptedLLMServer(_server_reply) as server:
+        # judge replies only; keep training out of it by giving no training budget
+        import asyncio
+
+        from aworld_rl_funreason.data import read_samples
+        from aworld_rl_funreason.recipes.self_refine import _filter_v3, _sample
+
+        cfg = _cfg(server, pool, "vote=majority")
+        queries = read_samples(pool)
+        candidates = asyncio.run(_sample(cfg, "policy", queries))
+        accepted = asyncio.run(_filter_v3(cfg, candidates, "r1"))
+    assert sorted(s.meta["sampled_from"] for s in accepted) == ["fcdr-1", "fcdr-6"]
+
+
+def test_v1_tiny_cpu_preset_runs(tmp_path):
+    cfg = load_config(SelfRefineConfig, preset="tiny-cpu", presets=PRESETS)
+    result, _ = execute("funreason.self-refine", run, cfg, output_dir=tmp_path, quiet=True)
+    assert result.metrics["rounds"] == 1.0
+    rows = (tmp_path / "round-1/new_samples.jsonl").read_text().splitlines()
+    assert result.metrics["accepted_total"] == float(len(rows))
