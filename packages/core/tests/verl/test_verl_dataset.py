@@ -1,0 +1,61 @@
+"""Our parquet loads in verl's RLHFDataset with a real (Qwen3) tokenizer."""
+
+from __future__ import annotations
+
+import pytest
+
+pytest.importorskip("verl")
+
+from aworld_rl_core.backends.base import TrainJob
+from aworld_rl_core.backends.config import TrainerConfig
+from aworld_rl_core.backends.verl.launcher import write_data
+from aworld_rl_core.backends.verl.specs import EpisodeSpec
+from aworld_rl_core.recipe import Run
+from verl_toys import counter_env, exact_answer
+
+ROWS = [
+    {
+        "prompt": [
+            {"role": "system", "content": "You count."},
+            {"role": "user", "content": f"Bring the counter to {t}."},
+        ],
+        "target": t,
+        "ground_truth": {"value": t},
+        "data_source": "toy/counter",
+    }
+    for t in (2, 5, 7)
+]
+
+
+def test_rlhf_dataset_reads_our_rows(tmp_path, qwen3_tokenizer):
+    from omegaconf import OmegaConf
+    from verl.utils.dataset.rl_dataset import RLHFDataset
+
+    job = TrainJob(
+        model=None,  # the data writer does not read the model
+        trainer=TrainerConfig(backend="verl", batch_size=2),
+        run=Run(tmp_path / "run", quiet=True),
+        train_rows=ROWS,
+        env_factory=counter_env,
+        rewards=[exact_answer],
+    )
+    train, val = write_data(job, tmp_path / "data")
+    config = OmegaConf.create(
+        {
+            "max_prompt_length": 256,
+            "filter_overlong_prompts": True,
+            "filter_overlong_prompts_workers": 1,
+            "return_raw_chat": True,
+            "cache_dir": str(tmp_path / "cache"),
+        }
+    )
+    ds = RLHFDataset(str(train), qwen3_tokenizer, config)
+    assert len(ds) == 3
+    item = ds[1]
+    assert item["raw_prompt"] == ROWS[1]["prompt"]
+    assert item["data_source"] == "toy/counter" and item["agent_name"] == "aworld_env"
+    assert item["reward_model"]["ground_truth"] == '{"value": 5}'
+    assert item["index"] == 1
+    spec = EpisodeSpec.from_extra_info(item["extra_info"])
+    assert spec.task == ROWS[1] and spec.build_env().target == 5
+    assert len(RLHFDataset(str(val), qwen3_tokenizer, config)) == 2  # first batch of train rows
