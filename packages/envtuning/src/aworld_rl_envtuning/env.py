@@ -1,0 +1,247 @@
+"""EnvTuning's environment: one BFCL multi-turn entry played step by step in the model-text protocol.
+
+Each step the model writes ``<think>`` and then either ``<tool_call>[{"name", "arguments"}]``
+(executed; the observation lists the results, with hints on failures when augmentation is on)
+or ``<answer>`` (ends the user turn and reveals the next one). A format error gets a corrective
+observation without advancing; ``max_steps_per_turn`` force-advances a turn. In a turn whose
+ground truth is empty (the model should ask instead of acting) a tool call executes nothing,
+scores the turn 0 and is warned about in the next user message. Step rewards are the increments
+of the chosen episode reward, so the rewards of any prefix of the episode (a truncated rollout)
+add up to the reward of that prefix.
+"""
+
+from __future__ import annotations
+
+import functools
+import json
+from collections.abc import Mapping
+from typing import TYPE_CHECKING, Any
+
+from aworld_rl_core.env import Message, Step
+from aworld_rl_core.tooluse import ParsedResponse, format_python_call, get_parser
+from aworld_rl_envtuning.augmentation import Augmenter, HintPack, method_owners
+from aworld_rl_envtuning.prompts import (
+    AFTER_EXECUTION,
+    EMPTY_TURN_WARNING,
+    PromptStyle,
+    ToolDocs,
+    system_prompt,
+)
+from aworld_rl_envtuning.rewards import (
+    EpisodeStats,
+    RewardSpec,
+    StepKind,
+    progress_reward,
+)
+
+if TYPE_CHECKING:
+    from aworld_rl_core.tooluse import ToolResult
+    from aworld_rl_core.tooluse.bfcl import BfclEntry
+
+TRAIN_STEP_CAP = 5
+EVAL_STEP_CAP = 20
+"""BFCL's own limit of model steps per user turn."""
+
+
+class EnvTuningEnv:
+    """One episode of one BFCL multi-turn entry (see the module docstring)."""
+
+    def __init__(
+        self,
+        entry: BfclEntry,
+        *,
+        augmentation: bool = True,
+        max_steps_per_turn: int = TRAIN_STEP_CAP,
+        hints: HintPack | None = None,
+        reward: RewardSpec | None = None,
+        error_dicts_fail: bool = True,
+        prompt_style: PromptStyle = "basic",
+        tool_docs: ToolDocs = "json",
+        think_tag: str = "think",
+    ) -> None:
+        if not entry.is_multi_turn or entry.ground_truth is None:
+            raise ValueError(f"{entry.id}: EnvTuningEnv needs a multi-turn entry with ground truth")
+        if max_steps_per_turn < 1:
+            raise ValueError(f"max_steps_per_turn must be >= 1, got {max_steps_per_turn}")
+        self.entry = entry
+        self.max_steps_per_turn = max_steps_per_turn
+        self.reward_spec = reward or RewardSpec()
+        self.error_dicts_fail = error_dicts_fail
+        self.prompt_style = prompt_style
+        self.tool_docs = tool_docs
+        self.think_tag = think_tag
+        self.augmenter = Augmenter(hints, enabled=augmentation)
+        self._parse = get_parser("envtuning", think_tag=think_tag)
+        self._episode: Any = None
+        self._owners: dict[str, str] = {}
+        self.stats = EpisodeStats(expected_turns=len(entry.ground_truth))
+        self.calls_per_turn: list[list[list[str]]] = []
+        self.tool_calls = 0
+        self.tool_errors = 0
+        self._steps_in_turn = 0
+        self._warn_next = False
+        self._last_reward = 0.0
+        self._done = False
+
+    # -- protocol ------------------------------------------------------------------------------
+
+    def reset(self, task: Mapping[str, Any] | None = None) -> list[Message]:
+        """Opening messages: the system prompt with the first turn's tools, the first user turn."""
+        from aworld_rl_core.tooluse.bfcl import MultiTurnEpisode
+
+        self.close()
+        self._episode = MultiTurnEpisode(self.entry)
+        self._owners = method_owners(self._episode.instances)
+        self.stats = EpisodeStats(expected_turns=self._episode.num_turns)
+        self.calls_per_turn = [[]]
+        self.tool_calls = self.tool_errors = self._steps_in_turn = 0
+        self._warn_next = self._done = False
+        self._last_reward = 0.0
+        prompt = system_prompt(
+            self._episode.function_docs(0),
+            style=self.prompt_style,
+            tool_docs=self.tool_docs,
+            think_tag=self.think_tag,
+        )
+        return [{"role": "system", "content": prompt}, *self._episode.user_messages(0)]
+
+    def step(self, model_text: str) -> Step:
+        """Consume one model response; never raises on model text."""
+        if self._episode is None:
+            raise RuntimeError("call reset() before step()")
+        if self._done:
+            raise RuntimeError(f"episode {self.entry.id} is over; start a new environment")
+        parsed = self._parse(model_text)
+        self._steps_in_turn += 1
+        if not parsed.ok:
+            self.stats.steps.append(StepKind.FORMAT_ERROR)
+            return self._continue_or_advance([_user(_format_feedback(parsed, self.think_tag))])
+        if parsed.calls:
+            if not self.entry.ground_truth[self._episode.turn]:
+                self.stats.steps.append(StepKind.BLOCKED_CALL)
+                self._warn_next = True
+                return self._end_turn(blocked=True)
+            return self._continue_or_advance([_user(self._execute(parsed))])
+        self.stats.steps.append(StepKind.ANSWER)
+        return self._end_turn()
+
+    def close(self) -> None:
+        if self._episode is not None:
+            self._episode.close()
+            self._episode = None
+
+    # -- internals -----------------------------------------------------------------------------
+
+    def _execute(self, parsed: ParsedResponse) -> str:
+        results: list[ToolResult] = self._episode.dispatch(parsed.calls)
+        rendered, failed_any = [], False
+        for result in results:
+            failed = result.kind != "ok" and (
+                self.error_dicts_fail or result.kind != "returned_error"
+            )
+            failed_any |= failed
+            self.tool_errors += failed
+            method = result.call.name if result.call else ""
+            rendered.append(
+                self.augmenter.render(
+                    self._owners.get(method), method, result.text, failed=result.is_error
+                )
+            )
+        self.tool_calls += len(results)
+        self.calls_per_turn[-1].append([format_python_call(c) for c in parsed.calls])
+        self.stats.steps.append(StepKind.TOOL_ERROR if failed_any else StepKind.TOOL_OK)
+        return (
+            "Here are the function's execution results.\nExecution results: "
+            + json.dumps(rendered, ensure_ascii=False)
+            + "\n"
+            + AFTER_EXECUTION.format(think=self.think_tag)
+        )
+
+    def _continue_or_advance(self, observation: list[Message]) -> Step:
+        if self._steps_in_turn >= self.max_steps_per_turn:
+            self.stats.forced_turn_ends += 1
+            return self._end_turn(forced=True)
+        return Step(observation=observation, reward=self._reward_increment(), info=self._info())
+
+    def _end_turn(self, *, blocked: bool = False, forced: bool = False) -> Step:
+        result = self._episode.end_turn()
+        self.stats.turn_scores.append(0.0 if blocked else result.score)
+        self._steps_in_turn = 0
+        if self._episode.done:
+            self._done = True
+            reward = self._reward_increment()
+            return Step(observation=[], reward=reward, done=True, info=self._final_info())
+        self.calls_per_turn.append([])
+        messages = [dict(m) for m in self._episode.user_messages()]
+        if self._warn_next and messages:
+            messages[0]["content"] = EMPTY_TURN_WARNING + str(messages[0].get("content", ""))
+            self._warn_next = False
+        info = self._info(turn_ended=True, forced=forced)
+        return Step(observation=messages, reward=self._reward_increment(), info=info)
+
+    def _reward_increment(self) -> float:
+        total = self.reward_spec(self.stats)
+        increment, self._last_reward = total - self._last_reward, total
+        return float(increment)
+
+    def _info(self, **extra: Any) -> dict[str, Any]:
+        return {"turn": self._episode.turn, "steps": len(self.stats.steps), **extra}
+
+    @property
+    def progress(self) -> float:
+        """Progress so far, over the expected turns."""
+        return progress_reward(self.stats, "expected")
+
+    def _final_info(self) -> dict[str, Any]:
+        stats = self.stats
+        return {
+            "entry_id": self.entry.id,
+            "progress": self.progress,
+            "progress_reached": progress_reward(stats, "reached"),
+            "reward": self._last_reward,
+            "turn_scores": list(stats.turn_scores),
+            "format_errors": stats.format_errors,
+            "tool_calls": self.tool_calls,
+            "tool_errors": self.tool_errors,
+            "forced_turn_ends": stats.forced_turn_ends,
+            "steps": len(stats.steps),
+            "hints_used": list(self.augmenter.used),
+            "calls_per_turn": [list(turn) for turn in self.calls_per_turn],
+        }
+
+
+def _user(content: str) -> Message:
+    return {"role": "user", "content": content}
+
+
+def _format_feedback(parsed: ParsedResponse, think_tag: str) -> str:
+    problems = "; ".join(parsed.errors[:3])
+    return (
+        f"Your response does not follow the required format ({problems}). Reply with "
+        f"<{think_tag}>...</{think_tag}> followed by exactly one of "
+        '<tool_call>[{"name": ..., "arguments": {...}}]</tool_call> or <answer>...</answer>, '
+        "and no text outside the tags."
+    )
+
+
+@functools.lru_cache(maxsize=8)
+def _entries_by_id(categories: tuple[str, ...]) -> dict[str, BfclEntry]:
+    from aworld_rl_core.tooluse.bfcl import MULTI_TURN_CATEGORIES, load_category
+
+    cats = categories or MULTI_TURN_CATEGORIES
+    return {e.id: e for cat in cats for e in load_category(cat)}
+
+
+def get_entry(entry_id: str) -> BfclEntry:
+    """The BFCL multi-turn entry with this id (e.g. ``multi_turn_base_0``)."""
+    entries = _entries_by_id(())
+    if entry_id not in entries:
+        raise KeyError(f"no BFCL multi-turn entry {entry_id!r} (ids look like multi_turn_base_0)")
+    return entries[entry_id]
+
+
+def make_env(entry_id: str | None = None, **options: Any) -> EnvTuningEnv:
+    """Registered factory: ``make_env(entry_id="multi_turn_base_0", augmentation=False)``."""
+    if entry_id is None:
+        raise ValueError("envtuning.bfcl needs entry_id=<BFCL multi-turn id>")
+    return EnvTuningEnv(get_entry(entry_id), **options)
