@@ -180,6 +180,20 @@ def test_backend_refuses_rl_jobs_and_bad_python(tmp_path):
         LlamaFactoryBackend().train(bad)
 
 
+def test_backend_names_the_install_when_llamafactory_is_missing(tmp_path):
+    from dataclasses import replace
+
+    bare = tmp_path / "bare-python"  # a python that cannot find llamafactory
+    bare.write_text(f'#!/bin/sh\nexec {sys.executable} -I -S "$@"\n')
+    bare.chmod(0o755)
+    job = make_job(tmp_path / "run")
+    job = replace(
+        job, trainer=replace(job.trainer, llamafactory=LlamaFactoryConfig(python=str(bare)))
+    )
+    with pytest.raises(LlamaFactoryError, match=r"not installed for .*llamafactory==0\.9\.5"):
+        LlamaFactoryBackend().train(job)
+
+
 class _FinishedProcess:
     """Stands in for a worker process that has already exited."""
 

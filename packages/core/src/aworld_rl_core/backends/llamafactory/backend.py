@@ -114,16 +114,28 @@ class LlamaFactoryBackend:
         )
 
 
+INSTALL_HINT = (
+    "python -m venv ENV; ENV/bin/pip install torch==2.13.0; ENV/bin/pip install "
+    "llamafactory==0.9.5 -c c.txt (c.txt holding torch==2.13.0); ENV/bin/pip uninstall -y "
+    "torchvision torchaudio; then set trainer.llamafactory.python=ENV/bin/python"
+)
+
+
 def _python(configured: str | None) -> str:
-    if configured is None:
-        return sys.executable
-    found = shutil.which(configured)
-    if found is None:
+    """The LLaMA-Factory environment's python, checked to have ``llamafactory`` installed."""
+    python = sys.executable if configured is None else shutil.which(configured)
+    if python is None:
         raise LlamaFactoryError(
             f"trainer.llamafactory.python={configured!r} is not an executable; give the python "
             "of the environment where llamafactory==0.9.5 is installed"
         )
-    return found
+    probe = "import importlib.util as u, sys; sys.exit(0 if u.find_spec('llamafactory') else 3)"
+    if subprocess.run([python, "-c", probe], capture_output=True).returncode != 0:
+        raise LlamaFactoryError(
+            f"llamafactory is not installed for {python}. It needs its own environment "
+            f"(its pins conflict with TRL's): {INSTALL_HINT}"
+        )
+    return python
 
 
 def _run_worker(
