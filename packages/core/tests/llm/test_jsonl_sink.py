@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 
 import pytest
 
@@ -81,3 +82,36 @@ def test_fsync_policies_write_the_same_bytes(tmp_path, policy):
     with JsonlSink(path, fsync=policy) as sink:
         sink.write({"id": "k", "v": [1, 2]})
     assert lines(path) == ['{"id": "k", "v": [1, 2]}']
+
+
+def test_concurrent_writers_share_fsyncs(tmp_path, monkeypatch):
+    import threading
+    import time
+
+    from aworld_rl_core.llm import jsonl_sink
+
+    synced_sizes = []
+
+    def slow_fsync(fd):
+        time.sleep(0.05)  # a slow disk: writers pile up behind the first sync
+        synced_sizes.append(os.fstat(fd).st_size)
+
+    monkeypatch.setattr(jsonl_sink.os, "fsync", slow_fsync)
+    path = tmp_path / "r.jsonl"
+    with JsonlSink(path, fsync="always") as sink:
+        returned_after = {}
+
+        def write(i):
+            sink.write({"id": i})
+            returned_after[i] = synced_sizes[-1]  # the file size on disk when write returned
+
+        threads = [threading.Thread(target=write, args=(i,)) for i in range(8)]
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join()
+        data = path.read_bytes()
+    assert sorted(json.loads(x)["id"] for x in data.splitlines()) == list(range(8))
+    assert len(synced_sizes) <= 5  # grouped: 8 writes, at most 4 syncs, plus close's own
+    for i, size in returned_after.items():  # each write returned after a sync covering it
+        assert data.index(f'{{"id": {i}}}\n'.encode()) + len(f'{{"id": {i}}}\n') <= size

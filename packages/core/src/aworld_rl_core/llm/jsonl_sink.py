@@ -19,8 +19,9 @@ class JsonlSink:
     On open it reads the existing file: every complete line's key counts as done; a torn last
     line (a writer killed mid-write) is cut off so appends continue cleanly. Each record goes
     out in one ``write`` followed by ``flush`` (it survives ``kill -9``) and, with
-    ``fsync="always"``, ``os.fsync`` (it survives power loss); ``"close"`` syncs once on close,
-    ``"never"`` leaves it to the OS. An exclusive ``flock`` stops a second writer on the file.
+    ``fsync="always"``, ``os.fsync`` before ``write`` returns (it survives power loss;
+    concurrent writer threads share fsyncs); ``"close"`` syncs once on close, ``"never"``
+    leaves it to the OS. An exclusive ``flock`` stops a second writer on the file.
 
     ``key`` is a field name or a function of the record; keys are compared as strings.
     """
@@ -32,6 +33,8 @@ class JsonlSink:
         self.key = key
         self.fsync = fsync
         self._lock = threading.Lock()
+        self._sync_lock = threading.Lock()
+        self._written = self._synced = 0
         self.path.parent.mkdir(parents=True, exist_ok=True)
         self._file = open(self.path, "a+b")  # noqa: SIM115 - closed in close()
         try:
@@ -116,10 +119,26 @@ class JsonlSink:
                 raise ValueError(f"JsonlSink {self.path} is closed")
             self._file.write(line)
             self._file.flush()
-            if self.fsync == "always":
-                os.fsync(self._file.fileno())
             self._done.add(key)
+            self._written += 1
+            seq = self._written
+        if self.fsync == "always":
+            self._sync_through(seq)
         return True
+
+    def _sync_through(self, seq: int) -> None:
+        """fsync until record ``seq`` is on disk; one fsync covers every record written before
+        it started, so concurrent writers share syncs (group commit)."""
+        with self._sync_lock:
+            if self._synced >= seq:
+                return
+            with self._lock:
+                if self._file.closed:
+                    return  # close() synced it
+                target = self._written
+                fd = self._file.fileno()
+            os.fsync(fd)
+            self._synced = target
 
     def records(self) -> Iterator[dict[str, Any]]:
         """Every record written so far (read back from the file)."""
