@@ -202,11 +202,6 @@ def tiny_vl_model(seed: int = 0) -> TinyVL:
     return TinyVL(model=model, tokenizer=tok, image_processor=processor)
 
 
-def aworld_home() -> Path:
-    """``$AWORLD_RL_HOME`` (default ``~/.cache/aworld-rl``)."""
-    return Path(os.environ.get("AWORLD_RL_HOME", Path.home() / ".cache" / "aworld-rl"))
-
-
 def tiny_model_dir(arch: str = "qwen3", seed: int = 0) -> Path:
     """The tiny model and tokenizer saved under ``$AWORLD_RL_HOME/tiny/<arch>-seed<seed>``.
 
@@ -215,6 +210,8 @@ def tiny_model_dir(arch: str = "qwen3", seed: int = 0) -> Path:
     """
     if arch not in TINY_ARCHS:
         raise ValueError(f"unknown tiny architecture {arch!r}: use one of {', '.join(TINY_ARCHS)}")
+    from aworld_rl_core.recipe import aworld_home
+
     target = aworld_home() / "tiny" / f"{arch}-seed{seed}"
     if (target / "config.json").is_file() and (target / "tokenizer_config.json").is_file():
         return target

@@ -1,0 +1,160 @@
+"""The tiny-model test kit: offline Qwen3 tokenizer and chat template, tiny random models."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import pytest
+
+torch = pytest.importorskip("torch")
+pytest.importorskip("transformers")
+
+from aworld_rl_core.backends.config import ModelConfig  # noqa: E402
+from aworld_rl_core.testing.tiny import (  # noqa: E402
+    load_model_and_tokenizer,
+    load_tokenizer,
+    tiny_causal_lm,
+    tiny_model_dir,
+    tiny_tokenizer,
+    tiny_vl_model,
+)
+
+CONVERSATION = [
+    {"role": "system", "content": "Be brief."},
+    {"role": "user", "content": "1+2?"},
+    {
+        "role": "assistant",
+        "reasoning_content": "add them",
+        "tool_calls": [{"type": "function", "function": {"name": "add", "arguments": {"a": 1}}}],
+    },
+    {"role": "tool", "content": "3"},
+    {"role": "assistant", "content": "3"},
+]
+TOOLS = [{"type": "function", "function": {"name": "add", "parameters": {"type": "object"}}}]
+
+
+@pytest.fixture(scope="module")
+def tok():
+    return tiny_tokenizer()
+
+
+def test_tokenizer_is_qwen3_with_its_special_tokens(tok):
+    assert len(tok) == 151669
+    assert (tok.eos_token, tok.pad_token) == ("<|im_end|>", "<|endoftext|>")
+    ids = tok.convert_tokens_to_ids(["<|im_start|>", "<|im_end|>", "<tool_call>", "<think>"])
+    assert ids == [151644, 151645, 151657, 151667]
+
+
+def test_chat_template_renders_tools_calls_tool_results_and_thinking(tok):
+    text = tok.apply_chat_template(CONVERSATION, tools=TOOLS, tokenize=False)
+    tools_block = (
+        "# Tools\n\nYou may call one or more functions to assist with the user query.\n\n"
+        "You are provided with function signatures within <tools></tools> XML tags:\n<tools>\n"
+        '{"type": "function", "function": {"name": "add", "parameters": {"type": "object"}}}\n'
+        "</tools>\n\nFor each function call, return a json object with function name and "
+        "arguments within <tool_call></tool_call> XML tags:\n<tool_call>\n"
+        '{"name": <function-name>, "arguments": <args-json-object>}\n</tool_call>'
+    )
+    assert text == (
+        f"<|im_start|>system\nBe brief.\n\n{tools_block}<|im_end|>\n"
+        "<|im_start|>user\n1+2?<|im_end|>\n"
+        "<|im_start|>assistant\n<think>\nadd them\n</think>\n\n"
+        '<tool_call>\n{"name": "add", "arguments": {"a": 1}}\n</tool_call><|im_end|>\n'
+        "<|im_start|>user\n<tool_response>\n3\n</tool_response><|im_end|>\n"
+        "<|im_start|>assistant\n3<|im_end|>\n"
+    )
+    prompt = tok.apply_chat_template(CONVERSATION[:2], add_generation_prompt=True, tokenize=False)
+    assert prompt.endswith("<|im_start|>user\n1+2?<|im_end|>\n<|im_start|>assistant\n")
+    no_think = tok.apply_chat_template(
+        CONVERSATION[:2], add_generation_prompt=True, tokenize=False, enable_thinking=False
+    )
+    assert no_think == prompt + "<think>\n\n</think>\n\n"
+
+
+def test_assistant_tokens_mask_covers_exactly_the_assistant_turns(tok):
+    out = tok.apply_chat_template(
+        CONVERSATION,
+        tools=TOOLS,
+        tokenize=True,
+        return_dict=True,
+        return_assistant_tokens_mask=True,
+    )
+    picked = [t for t, m in zip(out["input_ids"], out["assistant_masks"], strict=True) if m]
+    assert tok.decode(picked) == (
+        "<think>\nadd them\n</think>\n\n"
+        '<tool_call>\n{"name": "add", "arguments": {"a": 1}}\n</tool_call><|im_end|>'
+        "3<|im_end|>"
+    )
+
+
+def test_tokenizer_copies_are_independent():
+    first = tiny_tokenizer()
+    first.chat_template = "changed"
+    assert tiny_tokenizer().chat_template != "changed"
+
+
+def test_tiny_causal_lm_is_small_seeded_and_runs(tok):
+    model = tiny_causal_lm(tok)
+    n_params = sum(p.numel() for p in model.parameters())
+    assert 1_000_000 < n_params < 10_000_000
+    same = tiny_causal_lm(tok, seed=0).state_dict()
+    other = tiny_causal_lm(tok, seed=1).state_dict()
+    weights = model.state_dict()
+    assert all(torch.equal(weights[k], same[k]) for k in weights)
+    assert not all(torch.equal(weights[k], other[k]) for k in weights)
+    ids = torch.tensor([tok("hello world")["input_ids"]])
+    assert model(input_ids=ids).logits.shape == (1, ids.shape[1], 151669)
+    qwen2 = tiny_causal_lm(tok, arch="qwen2")
+    assert qwen2.config.model_type == "qwen2"
+    with pytest.raises(ValueError, match="unknown tiny architecture 'llama'"):
+        tiny_causal_lm(tok, arch="llama")
+
+
+def test_load_model_and_tokenizer_tiny_and_from_a_path(tmp_path, monkeypatch):
+    monkeypatch.setenv("AWORLD_RL_HOME", str(tmp_path / "home"))
+    model, tok = load_model_and_tokenizer(ModelConfig(name_or_path="tiny:qwen3"))
+    reference = tiny_causal_lm(tok).state_dict()
+    assert all(torch.equal(v, reference[k]) for k, v in model.state_dict().items())
+
+    path = tiny_model_dir()
+    assert path == tmp_path / "home" / "tiny" / "qwen3-seed0"
+    stamp = os.stat(path / "config.json").st_mtime_ns
+    assert tiny_model_dir() == path and os.stat(path / "config.json").st_mtime_ns == stamp
+    monkeypatch.setenv("HF_HUB_OFFLINE", "1")
+    loaded, loaded_tok = load_model_and_tokenizer(ModelConfig(name_or_path=str(path)))
+    assert all(torch.equal(v, reference[k]) for k, v in loaded.state_dict().items())
+    assert loaded_tok.chat_template == tok.chat_template
+
+    template = tmp_path / "t.jinja"
+    template.write_text("{% for m in messages %}{{ m.content }}{% endfor %}")
+    custom = load_tokenizer(ModelConfig(name_or_path="tiny:qwen2", chat_template=str(template)))
+    assert custom.apply_chat_template([{"role": "user", "content": "x"}], tokenize=False) == "x"
+    with pytest.raises(ValueError, match="unknown tiny model 'tiny:gpt'"):
+        load_model_and_tokenizer(ModelConfig(name_or_path="tiny:gpt"))
+    with pytest.raises(FileNotFoundError, match="model.chat_template"):
+        load_tokenizer(ModelConfig(chat_template=str(tmp_path / "missing.jinja")))
+
+
+def test_tiny_vl_model_takes_an_image_on_cpu():
+    from PIL import Image
+
+    vl = tiny_vl_model()
+    image = Image.new("RGB", (300, 200), color=(200, 30, 30))
+    text = "<|im_start|>user\n<|vision_start|><|image_pad|><|vision_end|>Where?<|im_end|>\n"
+    inputs = vl.prepare(text, [image])
+    assert tuple(inputs["image_grid_thw"][0].tolist()) == (1, 12, 18)  # 168x252 px / 14
+    assert tuple(inputs["pixel_values"].shape) == (216, 1176)  # 12*18 patches, 3*2*14*14
+    n_pad = int((inputs["input_ids"] == 151655).sum())
+    assert n_pad == 12 * 18 // 4  # merged 2x2
+    with torch.no_grad():
+        out = vl.model(**inputs)
+    assert out.logits.shape == (1, inputs["input_ids"].shape[1], 151669)
+    with pytest.raises(ValueError, match="1 <|image_pad|> placeholders but 2 images"):
+        vl.prepare(text, [image, image])
+
+
+def test_tiny_model_dir_rejects_unknown_arch(tmp_path: Path, monkeypatch):
+    monkeypatch.setenv("AWORLD_RL_HOME", str(tmp_path))
+    with pytest.raises(ValueError, match="unknown tiny architecture"):
+        tiny_model_dir("mamba")
