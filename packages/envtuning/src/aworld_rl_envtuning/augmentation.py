@@ -79,7 +79,9 @@ class Hint:
         try:
             pattern = re.compile(self.match)
         except (re.error, TypeError) as exc:
-            raise HintPackError(f"{where}: 'match' is not a valid regular expression: {exc}")
+            raise HintPackError(
+                f"{where}: 'match' is not a valid regular expression: {exc}"
+            ) from None
         object.__setattr__(self, "_pattern", pattern)
 
     def applies(self, api_class: str | None, method: str, error: str) -> bool:

@@ -1,4 +1,4 @@
-"""EnvTuning's environment: one BFCL multi-turn entry played step by step in the model-text protocol.
+"""EnvTuning's environment: one BFCL multi-turn entry played step by step in text.
 
 Each step the model writes ``<think>`` and then either ``<tool_call>[{"name", "arguments"}]``
 (executed; the observation lists the results, with hints on failures when augmentation is on)

@@ -33,7 +33,7 @@ def ground_truth_responses(entry: BfclEntry, *, think_tag: str = "think") -> lis
 
 
 def replay_ground_truth(env: EnvTuningEnv) -> dict:
-    """Play the entry's ground truth through ``env``; the final step's info (plus the reward sum)."""
+    """Play the entry's ground truth through ``env``; final info plus the reward sum."""
     env.reset()
     total = 0.0
     for turn in ground_truth_responses(env.entry, think_tag=env.think_tag):
