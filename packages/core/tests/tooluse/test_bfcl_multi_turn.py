@@ -146,3 +146,15 @@ def test_corrupted_outputs_get_bfcl_verdicts():
                 disagreements.append((entry.id, kind))
     assert disagreements == []
     assert invalid > len(sample) * 3  # the corruptions mostly fail, so the check has teeth
+
+
+def test_parse_cache_shares_only_immutable_calls():
+    from aworld_rl_core.tooluse.bfcl.episode import _parse_short_call, clear_parse_cache
+
+    clear_parse_cache()
+    first = _parse_short_call("cd(folder='document')")
+    assert first == Call("cd", {"folder": "document"})
+    assert _parse_short_call("cd(folder='document')") is first  # reused
+    assert _parse_short_call("post_tweet(content='x', tags=['#a'])") is None  # a list: re-parsed
+    assert _parse_short_call("cd(folder=__import__('os'))") is None  # errors go to the dispatcher
+    assert _parse_short_call.cache_info().currsize == 3

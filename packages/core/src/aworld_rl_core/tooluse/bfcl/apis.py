@@ -9,6 +9,7 @@ from __future__ import annotations
 import importlib
 import json
 from collections.abc import Mapping
+from functools import cache
 
 from aworld_rl_core.tooluse.bfcl._install import bfcl_root, require_module
 
@@ -26,8 +27,9 @@ OFFLINE_CLASSES = frozenset(
 )
 
 
+@cache
 def api_class(name: str) -> type:
-    """The BFCL API class called ``name`` (e.g. ``"GorillaFileSystem"``)."""
+    """The BFCL API class called ``name`` (e.g. ``"GorillaFileSystem"``); looked up once."""
     if name not in OFFLINE_CLASSES:
         raise ValueError(
             f"BFCL API class {name!r} is not supported offline; supported: "
@@ -45,6 +47,7 @@ def api_class(name: str) -> type:
     return cls
 
 
+@cache
 def stateless_classes() -> frozenset[str]:
     """Classes BFCL builds without loading a scenario (``MathAPI``)."""
     from bfcl_eval.constants.executable_backend_config import STATELESS_CLASSES

@@ -11,6 +11,7 @@ decoded calls ``[{name: {param: value}}]`` and BFCL's possible answers
 from __future__ import annotations
 
 import re
+from functools import lru_cache
 from typing import Any
 
 Result = tuple[bool, str, str]
@@ -30,6 +31,7 @@ NESTED_TYPES = ("array", "tuple")
 _PUNCTUATION = re.compile(r"[ \,\.\/\-\_\*\^]")
 
 
+@lru_cache(maxsize=65536)
 def standardize(text: str) -> str:
     """BFCL's string normalisation: drop spaces and ``,./-_*^``, lower-case, ' -> "."""
     return _PUNCTUATION.sub("", text).lower().replace("'", '"')

@@ -27,6 +27,7 @@ from aworld_rl_core.tooluse.calls import (
 )
 
 Positional = Literal["drop", "bind", "reject"]
+_JUDGED = frozenset(SINGLE_TURN_CATEGORIES + RELEVANCE_CATEGORIES)
 
 
 def decode_single_turn(output: str) -> list[Call]:
@@ -46,16 +47,19 @@ def _as_decoded(
     calls: Sequence[Call], functions: list[dict[str, Any]], positional: Positional
 ) -> list[dict[str, dict[str, Any]]]:
     """``[{name: {param: value}}]``; positional arguments handled per ``positional``."""
-    signatures = signatures_from_tools(functions) if positional == "bind" else {}
-    decoded = []
-    for call in calls:
-        if call.positional:
-            if positional == "reject":
-                raise ToolCallParseError(f"{call.name}: positional arguments are not accepted")
-            if positional == "bind" and call.name in signatures:
-                call = bind_positional(call, signatures[call.name])
-        decoded.append({call.name: dict(call.arguments)})
-    return decoded
+    if positional == "drop" or not any(call.positional for call in calls):
+        return [{call.name: call.arguments} for call in calls]  # the checker never mutates them
+    if positional == "reject":
+        raise ToolCallParseError("positional arguments are not accepted")
+    signatures = signatures_from_tools(functions)
+    return [
+        {
+            c.name: bind_positional(c, signatures[c.name]).arguments
+            if c.name in signatures
+            else c.arguments
+        }
+        for c in calls
+    ]
 
 
 def judge_single_turn(
@@ -68,7 +72,7 @@ def judge_single_turn(
     them to the doc's parameter order; ``"reject"`` fails the output.
     """
     category = entry.category
-    if category not in SINGLE_TURN_CATEGORIES + RELEVANCE_CATEGORIES:
+    if category not in _JUDGED:
         raise ValueError(
             f"judge_single_turn handles {', '.join(SINGLE_TURN_CATEGORIES + RELEVANCE_CATEGORIES)}"
             f"; {entry.id} is {category} (use judge_multi_turn for multi-turn entries)"
