@@ -137,7 +137,7 @@ def test_episode_masks_environment_tokens_and_scores_the_episode(agent_loop, qwe
     full = list(out.prompt_ids) + list(out.response_ids)
     for call in server.calls[1:]:
         assert full[: len(call["prompt_ids"])] == call["prompt_ids"]
-    assert [c["max_tokens"] for c in server.calls][0] == 32
+    assert [c["max_tokens"] for c in server.calls] == [32, 32, 32]  # per-turn cap
 
 
 def test_turn_limit_and_reward_functions(agent_loop, qwen3_tokenizer):
