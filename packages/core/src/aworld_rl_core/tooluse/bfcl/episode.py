@@ -107,6 +107,7 @@ class MultiTurnEpisode:
             raise ValueError(f"{entry.id} has no ground truth; pass judge=False to only execute")
         self.entry = entry
         self.irrelevance_check = irrelevance_check
+        self._num_turns = len(entry.turns)
         self.turn = 0
         self.turn_results: list[TurnResult] = []
         self._instances = self._new_instances()
@@ -130,11 +131,11 @@ class MultiTurnEpisode:
 
     @property
     def num_turns(self) -> int:
-        return len(self.entry.turns)
+        return self._num_turns
 
     @property
     def done(self) -> bool:
-        return self.turn >= self.num_turns
+        return self.turn >= self._num_turns
 
     def _turn_index(self, turn: int | None) -> int:
         index = self.turn if turn is None else turn
