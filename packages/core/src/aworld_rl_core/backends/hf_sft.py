@@ -129,7 +129,7 @@ def _training_args(job: TrainJob) -> Any:
         fp16=cuda and job.model.dtype == "float16",
         remove_unused_columns=False,
         dataloader_num_workers=0,
-        disable_tqdm=True,
+        disable_tqdm=bool(getattr(job.run, "quiet", False)),
     )
 
 
