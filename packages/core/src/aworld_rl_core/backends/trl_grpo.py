@@ -158,7 +158,8 @@ class TrlGrpoBackend:
 
     name = "trl"
 
-    def train(self, job: TrainJob) -> RunResult:
+    def build_trainer(self, job: TrainJob) -> tuple[Any, Any]:
+        """The configured ``EnvGRPOTrainer`` and its ``RunLogCallback`` (not yet trained)."""
         check_job(job)
         import torch
         from datasets import Dataset
@@ -166,7 +167,6 @@ class TrlGrpoBackend:
 
         from aworld_rl_core.backends import trl_trainer as glue
         from aworld_rl_core.backends.rollout import ChatCodec, RolloutLimits
-        from aworld_rl_core.recipe import RunResult
         from aworld_rl_core.testing.tiny import load_model_and_tokenizer
 
         t, rl, run = job.trainer, job.trainer.rl, job.run
@@ -203,6 +203,13 @@ class TrlGrpoBackend:
             processing_class=tokenizer,
             callbacks=[callback],
         )
+        return trainer, callback
+
+    def train(self, job: TrainJob) -> RunResult:
+        from aworld_rl_core.recipe import RunResult
+
+        trainer, callback = self.build_trainer(job)
+        t, run = job.trainer, job.run
         resume_from = None
         if t.resume or getattr(run, "resume", False):
             found = checkpoints_in(run.checkpoint_dir)

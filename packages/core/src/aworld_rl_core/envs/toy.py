@@ -59,11 +59,7 @@ class LowercaseEnv:
         self.scores.append(score)
         done = len(self.scores) >= self.turns
         info = {"score": score, "mean_score": sum(self.scores) / len(self.scores)}
-        observation = (
-            []
-            if done
-            else [{"role": "user", "content": f"Score {score:.2f}. Again, lowercase words only."}]
-        )
+        observation = [] if done else [{"role": "user", "content": f"Score {score:.2f}. Again."}]
         return Step(observation=observation, reward=score / self.turns, done=done, info=info)
 
     def close(self) -> None:

@@ -1,0 +1,133 @@
+"""The ``trl`` backend: loss masking, training end to end, checkpoints, resume, learning."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+from aworld_rl_core.backends import trl_grpo
+from aworld_rl_core.backends.base import TrainJob
+from aworld_rl_core.backends.config import ModelConfig, RLConfig, TrainerConfig
+from aworld_rl_core.backends.rollout import ChatCodec
+from aworld_rl_core.envs.toy import LowercaseEnv, lowercase_reward, toy_tasks
+from aworld_rl_core.recipe import Run
+from backends.scripted_generation import ScriptedGenerator
+from backends.small_vocab import small_vocab_model_dir
+
+pytest.importorskip("trl")
+
+
+@pytest.fixture(scope="module")
+def model_dir(tmp_path_factory) -> Path:
+    return small_vocab_model_dir(tmp_path_factory.mktemp("small-vocab"))
+
+
+def make_job(run_dir: Path, model_dir: Path, *, rewards=(), rl=None, **trainer) -> TrainJob:
+    rl = rl or RLConfig(group_size=2, max_turns=2, max_new_tokens=6, max_response_tokens=80)
+    defaults = dict(learning_rate=1e-2, max_steps=2, batch_size=2, micro_batch_size=4, seed=0)
+    return TrainJob(
+        model=ModelConfig(name_or_path=str(model_dir)),
+        trainer=TrainerConfig(rl=rl, **{**defaults, **trainer}),
+        run=Run(run_dir, quiet=True),
+        train_rows=toy_tasks()[:8],
+        env_factory=lambda row: LowercaseEnv(turns=2),
+        rewards=list(rewards),
+    )
+
+
+def logged(run_dir: Path) -> list[dict]:
+    lines = (run_dir / "metrics.jsonl").read_text().splitlines()
+    return [json.loads(line) for line in lines]
+
+
+def test_environment_tokens_are_masked_out_of_the_loss(model_dir, tmp_path, monkeypatch):
+    from aworld_rl_core.backends import trl_trainer
+
+    rl = RLConfig(group_size=2, max_turns=2, max_new_tokens=32, max_response_tokens=128)
+    trainer, _ = trl_grpo.TrlGrpoBackend().build_trainer(make_job(tmp_path, model_dir, rl=rl))
+    codec = ChatCodec(trainer.processing_class)
+    scripted = ScriptedGenerator(codec, ["hello there", "Bye"])
+    monkeypatch.setattr(trl_trainer, "HfGenerator", lambda *args, **kwargs: scripted)
+
+    out = trainer._generate_and_score_completions([{"prompt": "row 0", "row_index": 0}] * 2)
+
+    first, second = scripted.ids
+    feedback = codec.observation_ids([{"role": "user", "content": "Score 1.00. Again."}])
+    expected = [1] * len(first) + [0] * len(feedback) + [1] * len(second)
+    assert out["completion_ids"][0].tolist() == first + feedback + second
+    loss_mask = out["completion_mask"] * out["tool_mask"]  # what TRL's loss multiplies by
+    assert loss_mask.tolist() == [expected, expected]
+    # identical episodes: the reward is the episode return, its group advantage zero
+    assert out["advantages"].tolist() == [0.0, 0.0]
+
+
+def test_trains_checkpoints_and_resumes_to_the_same_weights(model_dir, tmp_path):
+    from safetensors.torch import load_file
+
+    backend = trl_grpo.TrlGrpoBackend()
+    straight = backend.train(make_job(tmp_path / "a", model_dir, rewards=[lowercase_reward]))
+
+    assert [p.name for p in straight.checkpoints] == ["checkpoint-2"]
+    assert straight.outputs["model"] == straight.checkpoints[-1]
+    assert straight.metrics["global_step"] == 2
+    records = logged(tmp_path / "a")
+    steps = [r for r in records if "reward_mean" in r]
+    assert [r["step"] for r in steps] == [1, 2]
+    for key in ("reward_std", "entropy", "grad_norm", "tokens_per_s", "episode/turns"):
+        assert key in steps[-1], key
+    assert steps[-1]["episode/turns"] == 2.0
+    # two reward sources: our reward function on the episode messages and the env return,
+    # both the mean lowercase score over the two turns, so they agree
+    assert steps[-1]["rewards/lowercase_reward/mean"] == pytest.approx(
+        steps[-1]["rewards/env_return/mean"], abs=1e-6
+    )
+    assert steps[-1]["reward_mean"] == pytest.approx(2 * steps[-1]["rewards/env_return/mean"])
+
+    job = make_job(tmp_path / "b", model_dir, rewards=[lowercase_reward], max_steps=1)
+    backend.train(job)
+    resumed = backend.train(
+        make_job(tmp_path / "b", model_dir, rewards=[lowercase_reward], resume=True)
+    )
+    assert [p.name for p in resumed.checkpoints] == ["checkpoint-1", "checkpoint-2"]
+    assert [r["step"] for r in logged(tmp_path / "b") if "reward_mean" in r] == [1, 2]
+    a = load_file(straight.checkpoints[-1] / "model.safetensors")
+    b = load_file(resumed.checkpoints[-1] / "model.safetensors")
+    assert a.keys() == b.keys()
+    for name in a:
+        assert (a[name] - b[name]).abs().max().item() < 1e-6, name
+
+
+def test_rejects_what_it_cannot_train(tmp_path):
+    def job(**kw):
+        fields = dict(
+            model=ModelConfig(),
+            trainer=TrainerConfig(),
+            run=Run(tmp_path, quiet=True),
+            train_rows=[{"topic": "x"}],
+            rewards=[lowercase_reward],
+        )
+        return TrainJob(**{**fields, **kw})
+
+    with pytest.raises(ValueError, match="hf-sft"):
+        trl_grpo.check_job(job(loss=lambda logits, labels, segments: 0.0))
+    with pytest.raises(ValueError, match="kl_estimator='k1'"):
+        trl_grpo.check_job(job(trainer=TrainerConfig(rl=RLConfig(kl_estimator="k1"))))
+    with pytest.raises(ValueError, match="micro_batch_size=3"):
+        trl_grpo.check_job(job(trainer=TrainerConfig(batch_size=2, micro_batch_size=3)))
+    with pytest.raises(ValueError, match="2 reward weights for 1 reward"):
+        trl_grpo.check_job(job(reward_weights=[1.0, 2.0]))
+    with pytest.raises(ValueError, match="no training rows"):
+        trl_grpo.check_job(job(train_rows=[]))
+    layout = trl_grpo.BatchLayout.of(batch_size=4, group_size=8, micro_batch_size=8)
+    assert (layout.per_device_batch, layout.accumulation_steps) == (8, 4)
+
+
+@pytest.mark.slow
+def test_grpo_learns_the_lowercase_game(model_dir, tmp_path):
+    rl = RLConfig(group_size=4, max_turns=2, max_new_tokens=8, max_response_tokens=96)
+    job = make_job(tmp_path, model_dir, rl=rl, max_steps=40, batch_size=4, micro_batch_size=16)
+    trl_grpo.TrlGrpoBackend().train(job)
+    rewards = [r["reward_mean"] for r in logged(tmp_path) if "reward_mean" in r]
+    start, end = sum(rewards[:5]) / 5, sum(rewards[-5:]) / 5
+    assert end > start + 0.1, rewards
