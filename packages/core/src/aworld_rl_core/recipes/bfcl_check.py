@@ -176,9 +176,12 @@ def _print_table(rows: dict[str, dict[str, float]], cross: bool, title: str) -> 
     table = Table(title=title)
     columns = ["category", "passed", "total", "pass rate", "entries/s"]
     if cross:
-        columns += ["agreement", "bfcl-eval entries/s"]
+        columns += ["agreement", "bfcl-eval/s"]
     for column in columns:
-        table.add_column(column, justify="left" if column == "category" else "right")
+        if column == "category":
+            table.add_column(column, no_wrap=True)
+        else:
+            table.add_column(column, justify="right")
     for name, s in rows.items():
         cells = [name, str(s["passed"]), str(s["total"]), f"{s['pass_rate']:.2%}"]
         cells.append(f"{s['entries_per_s']:.0f}")
