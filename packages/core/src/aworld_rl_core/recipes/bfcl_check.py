@@ -174,28 +174,34 @@ def _print_table(rows: dict[str, dict[str, float]], cross: bool, title: str) -> 
     from rich.table import Table
 
     table = Table(title=title)
-    columns = ["category", "passed", "total", "pass rate", "entries/s"]
+    columns = ["category", "passed", "total", "rate", "ours/s"]
     if cross:
-        columns += ["agreement", "bfcl-eval/s"]
+        columns += ["agree", "bfcl/s"]
     for column in columns:
         if column == "category":
             table.add_column(column, no_wrap=True)
         else:
             table.add_column(column, justify="right")
     for name, s in rows.items():
-        cells = [name, str(s["passed"]), str(s["total"]), f"{s['pass_rate']:.2%}"]
+        cells = [name, str(s["passed"]), str(s["total"]), f"{s['pass_rate']:.0%}"]
         cells.append(f"{s['entries_per_s']:.0f}")
         if cross:
-            cells += [f"{s['agreement']:.2%}", f"{s['bfcl_eval_entries_per_s']:.0f}"]
+            cells += [f"{s['agreement']:.0%}", f"{s['bfcl_eval_entries_per_s']:.0f}"]
         table.add_row(*cells)
     Console().print(table)
 
 
 def run(cfg: BfclCheckConfig, run: Run) -> RunResult:
     """Replay the chosen categories; metrics per category plus overall pass rate/agreement."""
+    import importlib
+
     from aworld_rl_core.tooluse.bfcl import canonical_category, version
+    from aworld_rl_core.tooluse.bfcl.apis import OFFLINE_CLASSES, api_class
 
     categories = [canonical_category(name) for name in cfg.data.categories]
+    importlib.import_module("aworld_rl_core.tooluse.bfcl.judges")  # import before timing
+    for name in sorted(OFFLINE_CLASSES):  # and the API modules (mpmath, ...)
+        api_class(name)
     bfcl_version = version()
     reference, unavailable = _load_reference(run) if cfg.judge.cross_check else (None, "")
     rows: dict[str, dict[str, float]] = {}
