@@ -236,3 +236,14 @@ def test_sync_client(llm_server, make_openai):
         assert llm.chat(USER).text == "echo: What is 6 x 7?"
         outs = llm.chat_many([[{"role": "user", "content": str(i)}] for i in range(5)])
     assert [o.text for o in outs] == [f"echo: {i}" for i in range(5)]
+
+
+def test_unsupported_request_shapes_are_refused(llm_server, make_openai):
+    client = make_openai(llm_server)
+    with pytest.raises(ValueError, match="one completion per call"):
+        run(client.chat(USER, n=4))
+    with pytest.raises(ValueError, match="streaming is not supported"):
+        run(client.chat(USER, stream=True))
+    with pytest.raises(TypeError, match="messages must be a list"):
+        run(client.chat("hello"))
+    assert llm_server.requests == []

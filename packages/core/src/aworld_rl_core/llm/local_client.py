@@ -132,9 +132,12 @@ class LocalHFClient(BaseLLMClient):
             raise ValueError("LocalHFClient returns one completion per call: drop n or set n=1")
         self.batch_sizes.append(len(prompts))
         tok = self.tokenizer
-        tok.padding_side = "left"
-        device = next(self.hf_model.parameters()).device
-        enc = tok(prompts, return_tensors="pt", padding=True, add_special_tokens=False).to(device)
+        side, tok.padding_side = tok.padding_side, "left"
+        try:
+            enc = tok(prompts, return_tensors="pt", padding=True, add_special_tokens=False)
+        finally:
+            tok.padding_side = side
+        enc = enc.to(next(self.hf_model.parameters()).device)
         temperature = float(sampling.get("temperature", 1.0))
         max_new = int(sampling.get("max_tokens", 256))
         kwargs: dict[str, Any] = {

@@ -119,6 +119,11 @@ class OpenAIClient(BaseLLMClient):
             body["tools"] = tools
         if body.get("stream"):
             raise ValueError("streaming is not supported by OpenAIClient; drop 'stream'")
+        if body.get("n", 1) != 1:
+            raise ValueError(
+                "OpenAIClient returns one completion per call: drop n and send n requests "
+                "(with distinct seeds) through chat_many"
+            )
         http = self._http()
         return await retry_async(lambda: self._attempt(http, body), self.retry, sleep=self.sleep)
 

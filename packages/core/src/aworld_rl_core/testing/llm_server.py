@@ -3,6 +3,7 @@
 It listens on 127.0.0.1 (ephemeral port) in a background thread, answers
 ``POST /v1/chat/completions`` from a script, injects faults on demand and logs every request::
 
+    from aworld_rl_core.llm import OpenAIClient
     from aworld_rl_core.testing.llm_server import Fault, ScriptedLLMServer
 
     def judge(body):                      # body: the parsed JSON request
@@ -21,7 +22,8 @@ A reply is a string (the assistant content), a dict (an assistant message, e.g. 
 one of these, a function of the request body returning one, or a list consumed in order.
 Faults: ``delay`` (slow answer), ``hang`` (no answer until the client gives up), ``error``
 (any status, optional ``Retry-After``), ``rate_limit`` (429), ``garbage`` (200 with a non-JSON
-body) and ``drop`` (connection closed without an answer).
+body) and ``drop`` (connection closed without an answer). A reply function may return any fault
+but ``delay`` (it can sleep itself). ``GET /v1/models`` lists ``model``; streaming is refused.
 """
 
 from __future__ import annotations
