@@ -119,6 +119,7 @@ class EnvTuningEnv:
         if parsed.calls:
             if not self.entry.ground_truth[self._episode.turn]:
                 self.stats.steps.append(StepKind.BLOCKED_CALL)
+                self.calls_per_turn[-1].append(parsed.call_strings())  # BFCL judges them too
                 self._warn_next = True
                 return self._end_turn(blocked=True)
             return self._continue_or_advance([_user(self._execute(parsed))])

@@ -1,0 +1,75 @@
+"""Evaluation through an OpenAI-compatible endpoint (the scripted server, a test double)."""
+
+import json
+
+import pytest
+
+from aworld_rl_core.llm import OpenAIClient
+from aworld_rl_core.testing.llm_server import ScriptedLLMServer
+from aworld_rl_core.tooluse.bfcl import load_category
+from aworld_rl_envtuning.evaluate import (
+    accuracy_table,
+    evaluate,
+    summarize,
+    write_bfcl_results,
+)
+from aworld_rl_envtuning.replay import ground_truth_responses
+
+
+def oracle(entries, *, wrong_categories=()):
+    """Reply function playing each entry's ground truth (garbage for ``wrong_categories``)."""
+    plans = {}
+    for entry in entries:
+        from aworld_rl_envtuning.env import EnvTuningEnv
+
+        opening = EnvTuningEnv(entry, augmentation=False).reset()
+        key = (opening[0]["content"], opening[1]["content"])
+        assert key not in plans, "test entries must open differently"
+        flat = [t for turn in ground_truth_responses(entry) for t in turn]
+        plans[key] = (entry.category, flat)
+
+    def reply(body):
+        messages = body["messages"]
+        category, flat = plans[(messages[0]["content"], messages[1]["content"])]
+        if category in wrong_categories:
+            return "I will just talk."
+        return flat[sum(m["role"] == "assistant" for m in messages)]
+
+    return reply
+
+
+@pytest.fixture
+def entries():
+    return load_category("multi_turn_base", limit=3) + load_category(
+        "multi_turn_miss_func", limit=3
+    )
+
+
+def test_ground_truth_agent_scores_100_and_garbage_scores_0(entries, tmp_path):
+    reply = oracle(entries, wrong_categories=("multi_turn_miss_func",))
+    with ScriptedLLMServer(reply) as server:
+        client = OpenAIClient(base_url=server.base_url, model=server.model, api_key_env=None)
+        outcomes = evaluate(client, entries, concurrency=4)
+    metrics = summarize(outcomes)
+    assert metrics["accuracy/multi_turn_base"] == 1.0
+    assert metrics["progress/multi_turn_base"] == 1.0
+    assert metrics["accuracy/multi_turn_miss_func"] == 0.0
+    assert metrics["accuracy/average"] == 0.5
+    garbage = [o for o in outcomes if o.category == "multi_turn_miss_func"]
+    # every response is a format error; 20 per turn before the cap moves on
+    assert all(o.info["format_errors"] == 20 * len(o.info["turn_scores"]) for o in garbage)
+    paths = write_bfcl_results(outcomes, tmp_path, "scripted/model")
+    assert [p.name for p in paths] == [
+        "BFCL_v4_multi_turn_base_result.json",
+        "BFCL_v4_multi_turn_miss_func_result.json",
+    ]
+    first = json.loads(paths[0].read_text().splitlines()[0])
+    assert first["id"] == "multi_turn_base_0"
+    assert first["result"][0] == [
+        [
+            "cd(folder='document')",
+            "mkdir(dir_name='temp')",
+            "mv(source='final_report.pdf', destination='temp')",
+        ]
+    ]
+    assert "| average | 50.00 |" in accuracy_table(metrics)
