@@ -32,7 +32,10 @@ class LLMConfig:
         metadata=_help("environment variable holding the API key (unset: no Authorization header)"),
     )
     concurrency: int = field(default=32, metadata=_help("max requests in flight"))
-    timeout_s: float = field(default=120.0, metadata=_help("per-request timeout in seconds"))
+    timeout_s: float = field(
+        default=600.0,
+        metadata=_help("seconds without an answer before a retry (long generations need minutes)"),
+    )
     max_retries: int = field(
         default=5, metadata=_help("retries on timeouts, dropped connections, 429 and 5xx")
     )

@@ -62,7 +62,7 @@ class OpenAIClient(BaseLLMClient):
         api_key: str | None = None,
         api_key_env: str | None = "OPENAI_API_KEY",
         concurrency: int = 32,
-        timeout_s: float = 120.0,
+        timeout_s: float = 600.0,
         retry: RetryPolicy | None = None,
         defaults: dict[str, Any] | None = None,
         extra_body: dict[str, Any] | None = None,
