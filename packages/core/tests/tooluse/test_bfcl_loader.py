@@ -63,7 +63,9 @@ def test_multi_turn_entries_carry_their_docs_and_flags():
     assert base.ground_truth[2] == ["sort('final_report.pdf')"]
     miss = entries("multi_turn_miss_func")[0]
     assert len(miss.functions) == 31 and [d["name"] for d in miss.missed_functions[3]] == ["sort"]
-    assert miss.turns[3] == [] and miss.ground_truth[3] == []
+    # turn 2 asks for the held-out sort (the model must abstain); turn 3 reveals it, no message
+    assert miss.ground_truth[2] == [] and miss.turns[3] == []
+    assert miss.ground_truth[3] == ["sort('final_report.pdf')"]
     assert entries("multi_turn_long_context")[0].long_context
     assert '"workspace"' in base.initial_config_json["GorillaFileSystem"]
 
