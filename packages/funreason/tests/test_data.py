@@ -8,11 +8,10 @@ import pytest
 from aworld_rl_core.tooluse.calls import Call, parse_python_calls
 from aworld_rl_funreason.data import (
     FcSample,
-    bfcl_ground_truth_calls,
+    read_bfcl,
     read_samples,
     read_xlam,
     render_target,
-    sample_from_bfcl,
     split_response,
 )
 from aworld_rl_funreason.schema import check_calls, xlam_tool_to_schema, xlam_type_to_json
@@ -85,24 +84,16 @@ def test_render_and_split_target():
     assert render_target(None, "plain") == "plain"
 
 
-def test_bfcl_ground_truth_rendering():
-    gt = [
-        {"calc_area": {"base": [10], "height": [5], "unit": ["units", ""]}},
-        {"find": {"opts": [{"name": ["a", "b"], "tag": ["", "t"]}], "sort": [""]}},
+def test_read_bfcl_single_turn(tmp_path, monkeypatch):
+    monkeypatch.setenv("BFCL_PROJECT_ROOT", str(tmp_path))
+    [s] = read_bfcl("simple", limit=1)
+    assert s.id == "simple_python_0" and s.meta["category"] == "simple_python"
+    assert "triangle" in s.query
+    assert s.tools[0]["name"] == "calculate_triangle_area"
+    # BFCL's possible answer: base=[10], height=[5], unit=["units", ""] (optional, left out)
+    assert parse_python_calls(s.answer) == [
+        Call("calculate_triangle_area", {"base": 10, "height": 5})
     ]
-    calls = bfcl_ground_truth_calls(gt)
-    assert calls == [
-        Call("calc_area", {"base": 10, "height": 5, "unit": "units"}),
-        Call("find", {"opts": {"name": "a", "tag": "t"}}),
-    ]
-    entry = {
-        "id": "simple_1",
-        "question": [[{"role": "user", "content": "area?"}]],
-        "function": [{"name": "calc_area", "parameters": {"type": "dict", "properties": {}}}],
-    }
-    s = sample_from_bfcl(entry, gt[:1])
-    assert s.query == "area?"
-    assert parse_python_calls(s.answer) == calls[:1]
 
 
 def test_check_calls_finds_schema_violations():

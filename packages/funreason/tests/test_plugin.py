@@ -27,6 +27,21 @@ def test_registrations_resolve():
     trainers = {}
     plugin.register_trainers(lambda name, target, **kw: trainers.update({name: target}))
     assert trainers == {"funreason.srml": "aworld_rl_funreason.loss:srml_default"}
+    datasets = {}
+    plugin.register_datasets(lambda name, target, **kw: datasets.update({name: target}))
+    assert set(datasets) == {"funreason.samples", "funreason.bfcl"}
+
+
+def test_samples_dataset_builds_records(tmp_path, monkeypatch):
+    from aworld_rl_funreason.datasets import samples_dataset
+
+    monkeypatch.setenv("BFCL_PROJECT_ROOT", str(tmp_path))
+    records = samples_dataset("aworld_rl_funreason:sample_data/xlam_tiny.jsonl")
+    assert [r.id for r in records] == ["0", "1"]
+    assert records[1].ground_truth == (
+        "[get_weather(city='Madrid', days=2), get_weather(city='Lisbon', days=2)]"
+    )
+    assert records[0].messages[-1]["content"] == "[get_weather(city='Berlin')]"
 
 
 def test_plugin_import_is_light():

@@ -183,44 +183,26 @@ def bfcl_user_query(question: Any) -> str:
     return "\n".join(users)
 
 
-def bfcl_ground_truth_calls(ground_truth: Iterable[Mapping[str, Any]]) -> list[Call]:
-    """One concrete call list from BFCL ``possible_answer`` (first allowed value per argument;
-    optional arguments whose allowed values include ``""`` are left out)."""
+def sample_from_bfcl(entry: Any) -> FcSample:
+    """A single-turn BFCL entry (core's ``BfclEntry``) as a sample; the answer is BFCL's first
+    allowed value per argument (core's ``ground_truth_calls``), "[]" for relevance entries."""
+    from aworld_rl_core.tooluse.bfcl import ground_truth_calls
 
-    def first(values: Any) -> tuple[bool, Any]:
-        if not isinstance(values, list):
-            return True, values
-        concrete = [v for v in values if v != ""]
-        if not concrete:
-            return False, None
-        value = concrete[0]
-        if isinstance(value, dict):
-            nested = {k: first(v) for k, v in value.items()}
-            value = {k: v for k, (keep, v) in nested.items() if keep}
-        return True, value
-
-    calls: list[Call] = []
-    for item in ground_truth:
-        for name, args in item.items():
-            chosen = {k: first(v) for k, v in args.items()}
-            calls.append(
-                Call(name=name, arguments={k: v for k, (keep, v) in chosen.items() if keep})
-            )
-    return calls
-
-
-def sample_from_bfcl(
-    raw: Mapping[str, Any], ground_truth: Sequence[Mapping[str, Any]] | None
-) -> FcSample:
-    """A single-turn BFCL entry (``id``, ``question``, ``function``) and its possible answer."""
-    answer = format_python_calls(bfcl_ground_truth_calls(ground_truth)) if ground_truth else "[]"
+    answer = format_python_calls(ground_truth_calls(entry)) if entry.ground_truth else "[]"
     return FcSample(
-        id=str(raw["id"]),
-        query=bfcl_user_query(raw["question"]),
-        tools=list(raw["function"]),
+        id=entry.id,
+        query=bfcl_user_query(entry.raw["question"]),
+        tools=list(entry.functions),
         answer=answer,
-        meta={"source": "bfcl"},
+        meta={"source": "bfcl", "category": entry.category},
     )
+
+
+def read_bfcl(category: str, limit: int | None = None) -> list[FcSample]:
+    """Samples of a BFCL single-turn category (``simple_python``, ``live_multiple``, ...)."""
+    from aworld_rl_core.tooluse.bfcl import canonical_category, load_category
+
+    return [sample_from_bfcl(e) for e in load_category(canonical_category(category), limit=limit)]
 
 
 def parse_answer_calls(answer: str) -> list[Call]:

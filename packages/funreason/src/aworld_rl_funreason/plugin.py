@@ -44,3 +44,17 @@ def register_trainers(register):
         "aworld_rl_funreason.loss:srml_default",
         help="SRML loss hook: 0.7 * L_think + 0.3 * L_result, per-sample means (hf-sft).",
     )
+
+
+@hookimpl
+def register_datasets(register):
+    register(
+        "funreason.samples",
+        "aworld_rl_funreason.datasets:samples_dataset",
+        help="xLAM / FunReason / refined samples (path=...) as records with the BFCL prompt.",
+    )
+    register(
+        "funreason.bfcl",
+        "aworld_rl_funreason.datasets:bfcl_dataset",
+        help="a BFCL single-turn category (category=...) as records.",
+    )
