@@ -41,7 +41,7 @@ def trainer(**verl: object) -> TrainerConfig:
         max_steps=10,
         save_steps=5,
         rl=replace(rl, max_turns=5, max_new_tokens=64, max_response_tokens=512),
-        verl=VerlConfig(dry_run=True, **verl),
+        verl=VerlConfig(**{"dry_run": True, "resolve_config": False, **verl}),
     )
 
 
@@ -220,7 +220,9 @@ from aworld_rl_core.backends.verl.config import VerlConfig
 from aworld_rl_core.backends.verl.backend import VerlBackend
 from aworld_rl_core.recipe import Run
 from verl_toys import counter_env
-cfg = TrainerConfig(backend="verl", batch_size=1, verl=VerlConfig(dry_run=True))
+cfg = TrainerConfig(
+    backend="verl", batch_size=1, verl=VerlConfig(dry_run=True, resolve_config=False)
+)
 run = Run({str(tmp_path)!r}, quiet=True)
 job = TrainJob(model=ModelConfig(name_or_path="m"), trainer=cfg, run=run,
                train_rows=[{{"prompt": "hi"}}], env_factory=counter_env)

@@ -84,3 +84,34 @@ def test_verl_loads_our_compute_score(verl_compose, toy_registry):
     assert fn.func.__name__ == "_call_with_kwargs" and fn.args[0] is reward.compute_score
     assert fn("toy", "42", "42", extra_info={}) == {"score": 1.0, "reward/toy.exact": 1.0}
     assert fn("toy", "41", "42", extra_info={}) == {"score": 0.0, "reward/toy.exact": 0.0}
+
+
+def test_dry_run_resolves_the_full_command_with_verl(tmp_path, capsys):
+    """The backend's dry run runs ``main_ppo <overrides> --cfg job``: verl accepts the launch."""
+    import yaml
+    from aworld_rl_core.backends.base import TrainJob
+    from aworld_rl_core.backends.verl.backend import VerlBackend
+    from aworld_rl_core.errors import ConfigError
+    from aworld_rl_core.recipe import Run
+    from verl_toys import counter_env
+
+    rows = [{"prompt": f"count to {t}", "target": t} for t in (1, 2, 3, 4)]
+    cfg = TrainerConfig(backend="verl", batch_size=2, verl=VerlConfig(dry_run=True))
+    job = TrainJob(
+        model=ModelConfig(name_or_path="Qwen/Qwen2.5-0.5B-Instruct"),
+        trainer=cfg,
+        run=Run(tmp_path / "run", quiet=True),
+        train_rows=rows,
+        env_factory=counter_env,
+    )
+    result = VerlBackend().train(job)
+    resolved = yaml.safe_load(result.outputs["verl_config"].read_text())
+    assert resolved["data"]["train_files"] == str(tmp_path / "run" / "verl_data" / "train.parquet")
+    assert resolved["actor_rollout_ref"]["rollout"]["agent"]["default_agent_loop"] == "aworld_env"
+    assert resolved["actor_rollout_ref"]["rollout"]["n"] == 8
+    assert resolved["trainer"]["default_local_dir"] == str(tmp_path / "run" / "checkpoints")
+    assert "verl's resolved config" in capsys.readouterr().out
+
+    bad = replace(cfg, verl=replace(cfg.verl, extra_overrides=("trainer.no_such_key=1",)))
+    with pytest.raises(ConfigError, match="no_such_key"):
+        VerlBackend().train(replace(job, trainer=bad, run=Run(tmp_path / "bad", quiet=True)))

@@ -15,6 +15,7 @@ import os
 import re
 import shutil
 import subprocess
+import sys
 from collections import deque
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -28,6 +29,7 @@ if TYPE_CHECKING:
 
 LOG_FILE = "verl.log"
 LAUNCH_FILE = "verl_launch.json"
+CONFIG_FILE = "verl_config.yaml"
 
 
 def cuda_available() -> bool:
@@ -88,6 +90,9 @@ class VerlBackend:
         outputs = {"launch": launch_file, "data": launch.data_dir}
         if verl.dry_run:
             print(self.describe(launch))
+            if verl.resolve_config and importlib.util.find_spec("verl") is not None:
+                outputs["verl_config"] = self.resolve_config(launch, run.dir / CONFIG_FILE)
+                print(f"verl's resolved config: {outputs['verl_config']}")
             return RunResult(metrics={}, outputs=outputs)
         self._check_machine(job)
         log_path = run.dir / LOG_FILE
@@ -110,6 +115,19 @@ class VerlBackend:
         lines += ["overrides:", *(f"  {o}" for o in launch.overrides), ""]
         lines.append(f"data: {launch.data_dir}")
         return "\n".join(lines)
+
+    @staticmethod
+    def resolve_config(launch: Launch, path: Path) -> Path:
+        """verl's full config for this launch (``main_ppo ... --cfg job``; starts nothing)."""
+        command = [sys.executable, "-m", "verl.trainer.main_ppo", *launch.overrides, "--cfg", "job"]
+        proc = subprocess.run(command, capture_output=True, text=True, check=False)
+        if proc.returncode != 0:
+            raise ConfigError(
+                "verl rejected the launch overrides (check trainer.verl.extra_overrides):\n"
+                + proc.stderr[-3000:]
+            )
+        path.write_text(proc.stdout, encoding="utf-8")
+        return path
 
     @staticmethod
     def _save_launch(launch: Launch, run_dir: Path) -> Path:

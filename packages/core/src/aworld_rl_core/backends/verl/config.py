@@ -39,6 +39,13 @@ class VerlConfig:
     dry_run: bool = field(
         default=False, metadata=_help("write and print the launch command and config, run nothing")
     )
+    resolve_config: bool = field(
+        default=True,
+        metadata=_help(
+            "dry run: when verl is installed here, also resolve and save verl's full config "
+            "(main_ppo --cfg job), which validates every override"
+        ),
+    )
     extra_overrides: tuple[str, ...] = field(
         default=(), metadata=_help("extra Hydra overrides passed to verl verbatim (applied last)")
     )
