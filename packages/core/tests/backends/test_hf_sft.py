@@ -124,6 +124,15 @@ def test_prefix_rendering_matches_generation_markers(tok):
         assert [s.input_ids for s in prefixed][-1][:n_whole] == marked[-1].input_ids
 
 
+def test_trl_rows_give_the_same_samples_as_records(tok):
+    from aworld_rl_core.records import to_trl_rows
+
+    from_records, _ = build_samples([MULTI], tok, max_length=4096, per_turn=True)
+    from_trl, _ = build_samples(to_trl_rows([MULTI]), tok, max_length=4096, per_turn=True)
+    assert [s.input_ids for s in from_trl] == [s.input_ids for s in from_records]
+    assert [s.labels for s in from_trl] == [s.labels for s in from_records]
+
+
 def test_truncation_drops_samples_without_labels(tok):
     samples, stats = build_samples([MULTI], tok, max_length=60, per_turn=True)
     assert stats.dropped == 3 and samples == [] and "max_length=60" in stats.notes[0]
@@ -158,6 +167,7 @@ def make_job(
     rows,
     *,
     steps: int,
+    eval_rows=(),
     loss=None,
     lr: float = 1e-2,
     save_steps: int = 0,
@@ -180,6 +190,7 @@ def make_job(
         trainer=trainer,
         run=run,
         train_rows=rows,
+        eval_rows=eval_rows,
         loss=loss,
     )
 
@@ -190,7 +201,7 @@ def metrics_lines(run_dir: Path) -> list[dict]:
 
 def test_tiny_sft_memorises_a_sample_and_logs(tmp_path):
     run_dir = tmp_path / "run"
-    result = HfSftBackend().train(make_job(run_dir, [SHORT], steps=6, lr=5e-2))
+    result = HfSftBackend().train(make_job(run_dir, [SHORT], steps=6, lr=5e-2, eval_rows=[SHORT]))
     lines = [m for m in metrics_lines(run_dir) if "loss" in m and "grad_norm" in m]
     assert [m["step"] for m in lines] == [1, 2, 3, 4, 5, 6]
     first, last = lines[0]["loss"], lines[-1]["loss"]
@@ -198,6 +209,7 @@ def test_tiny_sft_memorises_a_sample_and_logs(tmp_path):
     assert last < 0.5 * first
     assert all(m["lr"] == pytest.approx(5e-2) for m in lines)
     assert result.metrics["final_loss"] == pytest.approx(last)
+    assert result.metrics["eval_loss"] < 0.5 * first
     assert (result.outputs["model"] / "config.json").is_file()
     assert [p.name for p in result.checkpoints] == ["checkpoint-6"]
 
