@@ -1,8 +1,8 @@
 """One BFCL multi-turn episode: per-episode API instances, safe execution, per-turn judging.
 
 Unlike BFCL's executor, nothing here evaluates text (calls are parsed with ``ast`` and dispatched
-to public methods) and nothing lives in module globals: the instances belong to the episode and
-go away with it.
+to public methods) and no episode state lives in module globals: the instances belong to the
+episode and go away with it. The only shared state is a bounded cache of immutable parse results.
 """
 
 from __future__ import annotations
