@@ -76,8 +76,14 @@ def write_verl_parquet(
     agent_name: str | None = None,
 ) -> Path:
     """Write records as a verl parquet file (``data.train_files`` / ``data.val_files``)."""
-    import pyarrow as pa
-    import pyarrow.parquet as pq
+    try:
+        import pyarrow as pa
+        import pyarrow.parquet as pq
+    except ModuleNotFoundError:
+        raise RecordError(
+            "write_verl_parquet needs pyarrow: pip install pyarrow (it comes with "
+            "aworld-rl-core[trl] and [verl])"
+        ) from None
 
     rows = [
         to_verl_row(r, i, split=split, ability=ability, agent_name=agent_name)
