@@ -233,3 +233,13 @@ print(sorted(m for m in ("verl", "torch", "transformers") if m in sys.modules))
         [sys.executable, "-c", code], capture_output=True, text=True, check=True
     ).stdout
     assert out.strip().splitlines()[-1] == "[]"
+
+
+def test_extra_overrides_replace_ours_for_the_same_key(tmp_path):
+    extra = ("actor_rollout_ref.model.use_remove_padding=false", "+trainer.new_key=1")
+    result = VerlBackend().train(make_job(tmp_path, trainer(extra_overrides=extra)))
+    overrides = json.loads(result.outputs["launch"].read_text())["overrides"]
+    assert overrides[-2:] == list(extra)
+    assert sum(o.startswith("actor_rollout_ref.model.use_remove_padding=") for o in overrides) == 1
+    with pytest.raises(ConfigError, match="bad verl override 'oops'"):
+        VerlBackend().train(make_job(tmp_path, trainer(extra_overrides=("oops",))))

@@ -258,7 +258,23 @@ def build_overrides(
         loggers.append("file")
         o["+ray_kwargs.ray_init.runtime_env.env_vars.VERL_FILE_LOGGER_PATH"] = paths.metrics_file
     o["trainer.logger"] = list(dict.fromkeys(loggers))
-    return [f"{k}={hydra_value(v)}" for k, v in o.items()] + list(verl.extra_overrides)
+    return merge_overrides([f"{k}={hydra_value(v)}" for k, v in o.items()], verl.extra_overrides)
+
+
+def override_key(override: str) -> str:
+    """The config key an override sets (``+a.b=1`` -> ``a.b``)."""
+    key = override.split("=", 1)[0].lstrip("+~")
+    if not key or ("=" not in override and not override.startswith("~")):
+        raise ConfigError(
+            f"bad verl override {override!r}: expected key=value (e.g. trainer.save_freq=10)"
+        )
+    return key
+
+
+def merge_overrides(base: Sequence[str], extra: Sequence[str]) -> list[str]:
+    """``base`` with ``extra`` applied: an extra override replaces one for the same key."""
+    replaced = {override_key(o) for o in extra}
+    return [o for o in base if override_key(o) not in replaced] + list(extra)
 
 
 # -------------------------------------------------------------------------------- command
