@@ -23,6 +23,7 @@ from aworld_rl_core.backends.sft_data import (  # noqa: E402
 from aworld_rl_core.errors import AworldError  # noqa: E402
 from aworld_rl_core.recipe import Run  # noqa: E402
 from aworld_rl_core.records import RecordError  # noqa: E402
+from aworld_rl_core.testing.contracts import BackendContract  # noqa: E402
 from aworld_rl_core.testing.tiny import tiny_tokenizer  # noqa: E402
 
 IM_START, IM_END, THINK, END_THINK = 151644, 151645, 151667, 151668
@@ -295,3 +296,9 @@ def test_batch_size_must_be_a_multiple_of_micro_batch(tmp_path):
     )
     with pytest.raises(AworldError, match=r"multiple of trainer\.micro_batch_size=2"):
         HfSftBackend().train(bad)
+
+
+class TestHfSftContract(BackendContract):
+    """The registered ``hf-sft`` backend has the backend shape (core's contract test)."""
+
+    backend = "hf-sft"
