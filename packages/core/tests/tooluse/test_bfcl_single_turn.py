@@ -164,3 +164,55 @@ def test_parallel_matching_is_order_insensitive():
     assert judge_single_turn(entry, format_python_calls(calls[::-1])).valid
     assert judge_single_turn(entry, calls).valid  # parsed calls are accepted as well
     assert not judge_single_turn(entry, format_python_calls(calls[:-1])).valid
+
+
+def _random_value(rng, near):
+    """A random literal, often a near-miss of ``near`` (case/punctuation variants, int/float)."""
+    pool = [
+        lambda: rng.randint(-3, 3),
+        lambda: rng.choice([0.5, -1.0, 2.0, 10.0]),
+        lambda: rng.choice([True, False, None]),
+        lambda: rng.choice(["", "x", "New York, NY", "new-york ny", "April 1, 2024"]),
+        lambda: [rng.randint(0, 2) for _ in range(rng.randint(0, 2))],
+        lambda: (rng.randint(0, 2), "a"),
+        lambda: {"k": rng.randint(0, 1)},
+    ]
+    if isinstance(near, str):
+        pool += [lambda: near.upper(), lambda: near.replace(" ", "_"), lambda: near + "."] * 2
+    if isinstance(near, (int, float)) and not isinstance(near, bool):
+        pool += [lambda: float(near), lambda: int(near), lambda: near + 1] * 2
+    if isinstance(near, list) and near:
+        pool += [lambda: near[::-1], lambda: [*near, near[0]], lambda: tuple(near)] * 2
+    if isinstance(near, dict) and near:
+        key = next(iter(near))
+        pool += [lambda: {k: v for k, v in near.items() if k != key}, lambda: {**near, "z": 1}]
+    return rng.choice(pool)()
+
+
+def test_random_mutations_get_bfcl_verdicts():
+    """A seeded fuzz: random near-miss values in random parameters, both checkers agree."""
+    import random
+
+    rng = random.Random(1234)
+    ref = reference()
+    candidates = [e for e in all_single_turn() if e.id not in UNSATISFIABLE]
+    disagreements, valid = [], 0
+    for _ in range(6000):
+        entry = rng.choice(candidates)
+        calls = ground_truth_calls(entry)
+        index = rng.randrange(len(calls))
+        call = calls[index]
+        docs = {d["name"]: d for d in entry.functions}
+        params = list(docs[call.name]["parameters"]["properties"]) if call.name in docs else []
+        if not params:
+            continue
+        name = rng.choice(params)
+        arguments = {**call.arguments, name: _random_value(rng, call.arguments.get(name))}
+        calls[index] = replace(call, arguments=arguments)
+        text = format_python_calls(calls)
+        ours = judge_single_turn(entry, text).valid
+        valid += ours
+        if ours != ref.single_turn_valid(entry, text):
+            disagreements.append((entry.id, text[:160]))
+    assert disagreements == []
+    assert 300 < valid < 5500  # both outcomes are well represented
