@@ -36,7 +36,7 @@ class HfSftBackend:
         trainer_cfg = job.trainer
         _check_batch_sizes(trainer_cfg)
         set_seed(trainer_cfg.seed)
-        model, tokenizer = load_model_and_tokenizer(job.model, seed=trainer_cfg.seed)
+        model, tokenizer = load_model_and_tokenizer(job.model)  # tiny:<arch> = fixed weights
         sft = trainer_cfg.sft
         train, stats = build_samples(
             job.train_rows, tokenizer, max_length=sft.max_length, per_turn=sft.per_turn

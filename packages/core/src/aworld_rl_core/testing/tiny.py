@@ -263,7 +263,8 @@ def load_tokenizer(model_cfg: ModelConfig) -> Any:
 def load_model_and_tokenizer(model_cfg: ModelConfig, seed: int = 0) -> tuple[Any, Any]:
     """Load (or build, for ``tiny:<arch>``) the model and tokenizer a ``ModelConfig`` names.
 
-    ``tiny:qwen3`` / ``tiny:qwen2`` build the tiny random model (same ``seed``, same weights);
+    ``tiny:qwen3`` / ``tiny:qwen2`` build the tiny random model; like a hub id, the name means
+    fixed weights (``seed`` 0 by default, the same as ``tiny_model_dir(arch)``);
     anything else goes to ``AutoModelForCausalLM.from_pretrained`` (``HF_HUB_OFFLINE=1`` means
     local files only).
     """
