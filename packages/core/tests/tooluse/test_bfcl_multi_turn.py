@@ -158,3 +158,71 @@ def test_parse_cache_shares_only_immutable_calls():
     assert _parse_short_call("post_tweet(content='x', tags=['#a'])") is None  # a list: re-parsed
     assert _parse_short_call("cd(folder=__import__('os'))") is None  # errors go to the dispatcher
     assert _parse_short_call.cache_info().currsize == 3
+
+
+def _mutated_call(rng, text):
+    from dataclasses import replace
+
+    from aworld_rl_core.tooluse import format_python_call, parse_python_calls
+
+    call = parse_python_calls(text)[0]
+    if call.arguments and rng.random() < 0.7:
+        key = rng.choice(list(call.arguments))
+        value = call.arguments[key]
+        if isinstance(value, str):
+            value += "x"
+        elif isinstance(value, (int, float)) and not isinstance(value, bool):
+            value += 1
+        else:
+            value = "zz"
+        call = replace(call, arguments={**call.arguments, key: value})
+    elif call.positional:
+        call = replace(call, positional=())
+    return format_python_call(call)
+
+
+def _mutated_turns(rng, entry, same_classes):
+    turns = [list(t) for t in entry.ground_truth]
+    for _ in range(rng.randint(1, 2)):
+        i = rng.randrange(len(turns))
+        turn, op = turns[i], rng.choice(["value", "drop", "repeat", "insert", "swap", "clear"])
+        if op == "value" and turn:
+            j = rng.randrange(len(turn))
+            turn[j] = _mutated_call(rng, turn[j])
+        elif op == "drop" and turn:
+            turn.pop(rng.randrange(len(turn)))
+        elif op == "repeat" and turn:
+            turn.insert(rng.randrange(len(turn) + 1), rng.choice(turn))
+        elif op == "insert":
+            turn.insert(rng.randrange(len(turn) + 1), rng.choice(same_classes))
+        elif op == "swap" and len(turn) > 1:
+            a, b = rng.sample(range(len(turn)), 2)
+            turn[a], turn[b] = turn[b], turn[a]
+        elif op == "clear":
+            turns[i] = []
+    return turns
+
+
+def test_random_mutations_get_bfcl_verdicts():
+    """A seeded fuzz over changed values, dropped/repeated/inserted/swapped calls, emptied turns
+    (ground-truth-derived strings only: bfcl-eval's executor evaluates them)."""
+    import random
+
+    rng = random.Random(7)
+    ref = reference()
+    sample = all_multi_turn()
+    calls_by_classes = {}
+    for entry in sample:
+        key = tuple(entry.involved_classes)
+        calls_by_classes.setdefault(key, []).extend(c for t in entry.ground_truth for c in t)
+    disagreements, valid = [], 0
+    for _ in range(250):
+        entry = rng.choice(sample)
+        calls = _mutated_turns(rng, entry, calls_by_classes[tuple(entry.involved_classes)])
+        for strict in (True, False):
+            ours = judge_multi_turn(entry, calls, irrelevance_check=strict).valid
+            valid += ours
+            if ours != ref.multi_turn_valid(entry, calls, irrelevance_check=strict):
+                disagreements.append((entry.id, strict, calls))
+    assert disagreements == []
+    assert 50 < valid < 450
