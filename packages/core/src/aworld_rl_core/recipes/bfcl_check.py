@@ -11,9 +11,10 @@ from __future__ import annotations
 
 import json
 import time
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any, Literal
 
+from aworld_rl_core.config import option
 from aworld_rl_core.recipe import Run, RunResult
 
 DEFAULT_CATEGORIES = (
@@ -34,41 +35,30 @@ DEFAULT_CATEGORIES = (
 )
 
 
-def _help(text: str) -> dict[str, str]:
-    return {"help": text}
-
-
 @dataclass(frozen=True, kw_only=True)
 class DataConfig:
     """Which BFCL entries to replay."""
 
-    categories: tuple[str, ...] = field(
-        default=DEFAULT_CATEGORIES,
-        metadata=_help("BFCL categories (python single-turn, irrelevance, multi-turn)"),
+    categories: tuple[str, ...] = option(
+        DEFAULT_CATEGORIES, help="BFCL categories (python single-turn, irrelevance, multi-turn)"
     )
-    limit: int | None = field(
-        default=None, metadata=_help("first N entries per category (null: all)")
-    )
+    limit: int | None = option(None, help="first N entries per category (null: all)")
 
 
 @dataclass(frozen=True, kw_only=True)
 class JudgeConfig:
     """How the replays are judged."""
 
-    irrelevance_check: bool = field(
-        default=True,
-        metadata=_help(
-            "multi-turn: turns with empty ground truth must have no call (BFCL's irrelevance "
-            "checker); false mirrors bfcl-eval 2026.3.23's eval runner, which skips it"
-        ),
+    irrelevance_check: bool = option(
+        True,
+        help="multi-turn: turns with empty ground truth must have no call (BFCL's irrelevance "
+        "checker); false mirrors bfcl-eval 2026.3.23's eval runner, which skips it",
     )
-    positional: Literal["drop", "bind", "reject"] = field(
-        default="drop",
-        metadata=_help("single-turn positional arguments: drop (BFCL's decoder), bind, reject"),
+    positional: Literal["drop", "bind", "reject"] = option(
+        "drop", help="single-turn positional arguments: drop (BFCL's decoder), bind, reject"
     )
-    cross_check: bool = field(
-        default=True,
-        metadata=_help("also judge with bfcl-eval's own checkers and report agreement"),
+    cross_check: bool = option(
+        True, help="also judge with bfcl-eval's own checkers and report agreement"
     )
 
 
@@ -76,8 +66,8 @@ class JudgeConfig:
 class BfclCheckConfig:
     """Replay BFCL ground truth through MultiTurnEpisode and the judges (no model)."""
 
-    data: DataConfig = field(default_factory=DataConfig, metadata=_help("entries to replay"))
-    judge: JudgeConfig = field(default_factory=JudgeConfig, metadata=_help("judging options"))
+    data: DataConfig = option(factory=DataConfig, help="entries to replay")
+    judge: JudgeConfig = option(factory=JudgeConfig, help="judging options")
 
 
 def _replayed_output(entry: Any) -> Any:
