@@ -1,4 +1,4 @@
-"""Recipe ``core.bfcl-check``: presets load, tiny-cpu replays and agrees with bfcl-eval."""
+"""Recipe ``core.bfcl-check``: the recipe contract, plus replay results and agreement."""
 
 from __future__ import annotations
 
@@ -10,32 +10,34 @@ from aworld_rl_core.config import load_config
 from aworld_rl_core.errors import ConfigError
 from aworld_rl_core.recipe import execute
 from aworld_rl_core.recipes.bfcl_check import DEFAULT_CATEGORIES, BfclCheckConfig, run
+from aworld_rl_core.testing.contracts import RecipeContract
 
 PRESETS = "aworld_rl_core:configs/bfcl-check"
 
 
-def test_presets_load():
+class TestBfclCheckRecipe(RecipeContract):
+    recipe = "core.bfcl-check"
+
+    def check_result(self, result, run_dir):
+        pytest.importorskip("bfcl_eval")
+        m = result.metrics
+        assert m["entries"] == 5 * 7
+        assert m["pass_rate"] == 1.0 and m["agreement"] == 1.0
+        assert m["passed/multi_turn_miss_func"] == 5 and m["total/simple_python"] == 5
+        summary = json.loads((run_dir / "summary.json").read_text())
+        assert summary["bfcl_eval_version"] == "2026.3.23"
+        assert (run_dir / "failures.jsonl").read_text() == ""
+        report = (run_dir / "report.md").read_text()
+        assert "| multi_turn_long_context | 5 | 5 | 100.00% |" in report
+
+
+def test_presets():
     tiny = load_config(BfclCheckConfig, preset="tiny-cpu", presets=PRESETS)
     assert tiny.data.limit == 5 and "multi_turn_miss_func" in tiny.data.categories
     full = load_config(BfclCheckConfig, preset="full", presets=PRESETS)
     assert full.data.limit is None and full.data.categories == DEFAULT_CATEGORIES
     with pytest.raises(ConfigError):
         load_config(BfclCheckConfig, preset="tiny-cpu", presets=PRESETS, overrides=["data.limt=3"])
-
-
-def test_tiny_cpu_replays_everything_and_agrees(tmp_path):
-    pytest.importorskip("bfcl_eval")
-    cfg = load_config(BfclCheckConfig, preset="tiny-cpu", presets=PRESETS)
-    result, _ = execute("core.bfcl-check", run, cfg, output_dir=tmp_path, quiet=True)
-    m = result.metrics
-    assert m["entries"] == 5 * len(cfg.data.categories)
-    assert m["pass_rate"] == 1.0 and m["agreement"] == 1.0
-    assert m["passed/multi_turn_miss_func"] == 5 and m["total/simple_python"] == 5
-    summary = json.loads((tmp_path / "summary.json").read_text())
-    assert summary["bfcl_eval_version"] == "2026.3.23"
-    assert (tmp_path / "failures.jsonl").read_text() == ""
-    report = (tmp_path / "report.md").read_text()
-    assert "| multi_turn_long_context | 5 | 5 | 100.00% |" in report
 
 
 def test_failures_are_listed(tmp_path):
