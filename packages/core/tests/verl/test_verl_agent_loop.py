@@ -141,24 +141,24 @@ def test_episode_masks_environment_tokens_and_scores_the_episode(agent_loop, qwe
 
 
 def test_turn_limit_and_reward_functions(agent_loop, qwen3_tokenizer):
-    loop, server = agent_loop(["add 1", "add 1", "add 1"], max_turns=2)
+    loop, server = agent_loop(["oops", "add 1", "add 1"], max_turns=2)
     spec = EpisodeSpec(
         task={"target": 3, "limit": 1},
         env=Ref("toy.counter"),
-        rewards=(Ref("toy.brevity"),),
-        weights=(0.5,),
+        rewards=(Ref("toy.brevity"), Ref("verl_toys:episode_shape")),
+        weights=(0.5, 0.01),
     )
     out = run_episode(loop, spec)
     assert len(server.calls) == 2 and server.replies == ["add 1"]
-    assert [m for m, _ in segments(qwen3_tokenizer, out.response_ids, out.response_mask)] == [
-        1,
-        0,
-        1,
-    ]
-    # not done: env return 0; brevity on the last message "add 1" (2 words, limit 1) = 0.9
-    assert out.reward_score == pytest.approx(0.5 * 0.9)
+    got = segments(qwen3_tokenizer, out.response_ids, out.response_mask)
+    assert [m for m, _ in got] == [1, 0, 1]
+    # not done: env return -0.1 (one format error); brevity on the last message "add 1"
+    # (2 words, limit 1) = 0.9; episode_shape = -0.1 + 10 * 3 messages (assistant, user, assistant)
     info = out.extra_fields["reward_extra_info"]
-    assert info["env/done"] == 0.0 and info["reward/toy.brevity"] == pytest.approx(0.9)
+    assert info["env/done"] == 0.0 and info["env/return"] == pytest.approx(-0.1)
+    assert info["reward/toy.brevity"] == pytest.approx(0.9)
+    assert info["reward/episode_shape"] == pytest.approx(29.9)
+    assert out.reward_score == pytest.approx(-0.1 + 0.5 * 0.9 + 0.01 * 29.9)
 
 
 def test_response_budget_caps_generation(agent_loop, qwen3_tokenizer):

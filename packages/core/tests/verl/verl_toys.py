@@ -72,6 +72,11 @@ def brevity(completions: list[Any], limit: list[int] | None = None, **_: Any) ->
     return out
 
 
+def episode_shape(completions: list[Any], env_return: list[float], **_: Any) -> list[float]:
+    """``env_return + 10 * number of episode messages``: shows what a reward was given."""
+    return [r + 10.0 * len(c) for c, r in zip(completions, env_return, strict=True)]
+
+
 class ToyPlugin:
     """Registers the toys under ``toy.*`` for registry lookups by name."""
 

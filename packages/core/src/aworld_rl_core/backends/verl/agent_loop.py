@@ -138,6 +138,7 @@ class EnvAgentLoop(AgentLoopBase):
                 prompt=opening,
                 completion=t.messages[len(opening) :],
                 columns=task_columns(spec.task),
+                env_return=env_return,
             )
             score += bonus
             extra.update(parts)

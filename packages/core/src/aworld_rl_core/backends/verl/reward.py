@@ -2,9 +2,10 @@
 
 verl calls ``compute_score(data_source, solution_str, ground_truth, extra_info, **reward_kwargs)``
 once per trajectory. We call each configured reward ``fn(prompts=[...], completions=[...],
-**columns)`` with a batch of one, where ``columns`` are the task row's columns (as TRL passes
-dataset columns) and the completion is conversational (``[{"role": "assistant", ...}]``), as
-TRL gives it for chat prompts. The score is the weighted sum; each reward's value is logged.
+**columns)`` with a batch of one, where ``columns`` are the task row's columns (as the ``trl``
+backend passes them) and the completion is conversational (``[{"role": "assistant", ...}]``),
+as the ``trl`` backend gives a single-turn episode. The score is the weighted sum; each
+reward's value is logged.
 
 Rewards come from ``reward_kwargs`` (``rewards=[names or paths]``, ``weights=[...]``; set with
 ``+reward.custom_reward_function.reward_kwargs.rewards=[...]``) or, per row, from the episode
@@ -29,12 +30,17 @@ def score_completion(
     prompt: Any,
     completion: Completion,
     columns: Mapping[str, Any],
+    env_return: float = 0.0,
 ) -> tuple[float, dict[str, float]]:
-    """Weighted sum of the rewards on one completion, and each reward's value by label."""
+    """Weighted sum of the rewards on one completion, and each reward's value by label.
+
+    Called as the ``trl`` backend calls them: ``prompts``, ``completions``, ``env_return`` (the
+    episode's summed environment reward) and the row's columns, each a batch of one.
+    """
     total, parts = 0.0, {}
     for ref, weight in zip(rewards, weights, strict=True):
         fn = ref.load("rewards")
-        values = fn(prompts=[prompt], completions=[completion], **columns)
+        values = fn(prompts=[prompt], completions=[completion], env_return=[env_return], **columns)
         if len(values) != 1:
             raise ValueError(f"reward {ref.label!r} returned {len(values)} values for 1 completion")
         value = 0.0 if values[0] is None else float(values[0])
@@ -43,9 +49,12 @@ def score_completion(
     return total, parts
 
 
+RESERVED = frozenset({"prompt", "prompts", "completions", "env_return"})
+
+
 def task_columns(task: Mapping[str, Any], ground_truth: Any = None) -> dict[str, Any]:
-    """The columns a reward function receives: every task column except the prompt."""
-    columns = {k: [v] for k, v in task.items() if k != "prompt"}
+    """The columns a reward function receives: every task column but the reserved names."""
+    columns = {k: [v] for k, v in task.items() if k not in RESERVED}
     if ground_truth is not None and "ground_truth" not in columns:
         columns["ground_truth"] = [ground_truth]
     return columns
