@@ -3,6 +3,14 @@
 ``judge_single_turn`` decodes the output with our literal-only parser (never BFCL's decoder, which
 evaluates operators and accepts bare names) and applies the native AST checker;
 ``judge_multi_turn`` replays the calls through :class:`MultiTurnEpisode`.
+
+Where verdicts can differ from bfcl-eval 2026.3.23 (none of these occur in BFCL's ground truth or
+in the cross-checked corruptions): an argument that is not a literal (a bare name such as
+``city=London``, an expression such as ``2*3``, a nested call) fails decoding here, while BFCL's
+decoder turns names into strings and evaluates expressions; ``+5`` is 5 here and -5 in BFCL's
+decoder; a parameter of a type BFCL's checker does not know fails here instead of raising. In
+multi-turn, a turn holding only empty steps (``[[], []]``) counts as no call here, as in BFCL's
+eval runner (which drops empty steps) but not in its bare checker.
 """
 
 from __future__ import annotations
