@@ -141,7 +141,11 @@ def test_sharegpt_row_hand_checked():
     assert row == {
         "conversations": [
             {"from": "human", "value": "What is 1+2 and 3+4?"},
-            {"from": "function_call", "value": "<think>Two sums.</think>" + json.dumps(calls)},
+            # the thought takes the shape LLaMA-Factory's function formatter accepts
+            {
+                "from": "function_call",
+                "value": "<think>\nTwo sums.\n</think>\n\n" + json.dumps(calls),
+            },
             {"from": "observation", "value": "3\n</tool_response>\n<tool_response>\n7"},
             {"from": "gpt", "value": "3 and 7."},
         ],
@@ -165,7 +169,7 @@ def test_sharegpt_single_call_trailing_tool_and_reasoning():
         {"from": "human", "value": "1+2?"},
         {
             "from": "function_call",
-            "value": '<think>\nsum\n</think>{"name": "add", "arguments": {"a": 1, "b": 2}}',
+            "value": '<think>\nsum\n</think>\n\n{"name": "add", "arguments": {"a": 1, "b": 2}}',
         },
     ]
     assert row["system"] == "" and row["tools"] == ""

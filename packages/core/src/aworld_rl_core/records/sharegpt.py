@@ -4,7 +4,9 @@ A row is ``{"conversations": [{"from", "value"}, ...], "system": str, "tools": "
 ``dataset_info.json`` maps the dataset name to the file with ``formatting: sharegpt``.
 LLaMA-Factory needs the turns to alternate (human|observation, then gpt|function_call) and to
 end on the model's side; consecutive tool results become one observation joined the way
-LLaMA-Factory joins them, and trailing non-assistant messages are dropped.
+LLaMA-Factory joins them, and trailing non-assistant messages are dropped. A function_call turn
+holds an optional thought, normalised to ``<think>\n...\n</think>\n\n`` (the only shape
+LLaMA-Factory's function formatter accepts), then the call JSON.
 """
 
 from __future__ import annotations
@@ -18,7 +20,9 @@ from typing import Any
 from aworld_rl_core.records.record import RecordError, ToolUseRecord, arguments_dict, as_record
 
 TOOL_RESPONSE_JOIN = "\n</tool_response>\n<tool_response>\n"
-_THINK = re.compile(r"^\s*(<think>.*?</think>)\s*", re.DOTALL)
+_THINK = re.compile(r"^\s*<think>(.*?)</think>\s*", re.DOTALL)
+# LLaMA-Factory's function formatter only accepts a thought written as its ``thought_words``.
+THOUGHT_OPEN, THOUGHT_CLOSE = "<think>\n", "\n</think>\n\n"
 
 
 def dataset_info_entry(file_name: str) -> dict[str, Any]:
@@ -82,7 +86,7 @@ def _assistant_turn(message: Mapping[str, Any], where: str) -> dict[str, str]:
     if not calls:
         return {"from": "gpt", "value": text}
     match = _THINK.match(text)
-    thought = match.group(1) if match else ""
+    thought = f"{THOUGHT_OPEN}{match.group(1).strip()}{THOUGHT_CLOSE}" if match else ""
     rest = text[match.end() :] if match else text
     if rest.strip():
         raise RecordError(
