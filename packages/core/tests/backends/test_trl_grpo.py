@@ -41,6 +41,24 @@ def logged(run_dir: Path) -> list[dict]:
     return [json.loads(line) for line in lines]
 
 
+def test_hf_generator_batches_left_padded_prompts_like_single_ones(model_dir):
+    import torch
+    from aworld_rl_core.backends.hf_generate import HfGenerator
+    from aworld_rl_core.testing.tiny import load_model_and_tokenizer
+
+    model, tok = load_model_and_tokenizer(ModelConfig(name_or_path=str(model_dir)))
+    with torch.no_grad():
+        model.model.norm.weight.mul_(50)  # sharp logits: greedy margins far above float noise
+    greedy = HfGenerator(model, pad_id=tok.pad_token_id, stop_ids=[tok.eos_token_id], temperature=0)
+    prompts = [tok.encode("say something about rain"), tok.encode("the sea")]
+    batched = greedy(prompts, 6)
+    assert batched == [greedy([prompt], 6)[0] for prompt in prompts]
+    assert [len(ids) for ids, _ in batched] == [6, 6] and batched[0][1] is None
+    first = batched[0][0][0]
+    stopping = HfGenerator(model, pad_id=tok.pad_token_id, stop_ids=[first], temperature=0)
+    assert stopping([prompts[0]], 6) == [([first], None)]  # cut after the stop token
+
+
 def test_environment_tokens_are_masked_out_of_the_loss(model_dir, tmp_path, monkeypatch):
     from aworld_rl_core.backends import trl_trainer
 

@@ -60,6 +60,8 @@ class HfGenerator:
                     temperature=self.temperature if sampling else None,
                     top_p=self.top_p if sampling else None,
                     top_k=0 if sampling else None,
+                    repetition_penalty=1.0,  # sample the policy itself, not a checkpoint's
+                    min_p=None,  # generation_config defaults (Qwen ships top_k/penalties)
                     eos_token_id=self.stop_ids,
                     pad_token_id=self.pad_id,
                 )
