@@ -77,3 +77,19 @@ def test_table_lists_categories_and_aggregates():
     table = format_table(s, aggregate(s))
     assert "| simple_python | 1 | 2 | 50.00 |" in table
     assert "| live | n/a |" in table
+
+
+def test_score_records_averages_samples_per_entry():
+    from aworld_rl_funreason.recipes.evaluate import score_records
+
+    rows = [
+        {"category": "multiple", "id": "multiple_0", "valid": True},
+        {"category": "multiple", "id": "multiple_0", "valid": False},
+        {"category": "multiple", "id": "multiple_0", "valid": True},
+        {"category": "multiple", "id": "multiple_1", "valid": False},
+    ]
+    scores = score_records(rows, ("multiple", "parallel"))
+    assert scores["multiple"].correct == pytest.approx(2 / 3)
+    assert scores["multiple"].total == 2
+    assert scores["multiple"].accuracy == pytest.approx(1 / 3)
+    assert scores["parallel"].total == 0

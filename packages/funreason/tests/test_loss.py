@@ -6,7 +6,6 @@ import math
 
 import pytest
 import torch
-
 from aworld_rl_funreason.loss import (
     LearnableAlpha,
     SRMLLoss,
@@ -118,9 +117,7 @@ def test_learnable_alpha_gradient_through_sigmoid():
     assert loss.item() == pytest.approx(1.3 * LN2, rel=1e-5)
     loss.backward()
     # dL/dw = dL/dalpha * alpha (1 - alpha)
-    assert loss_fn.alpha_module.raw.grad.item() == pytest.approx(
-        -0.5 * LN2 / 3 * 0.21, rel=1e-5
-    )
+    assert loss_fn.alpha_module.raw.grad.item() == pytest.approx(-0.5 * LN2 / 3 * 0.21, rel=1e-5)
     assert len(list(loss_fn.parameters())) == 1
     assert list(SRMLLoss(0.7).parameters()) == []
 
@@ -159,3 +156,23 @@ def test_think_mask_multi_token_tags_and_two_blocks():
     got = think_mask_from_labels(labels, [1, 2], [1, 3, 2])
     want = torch.tensor([[T] * 6 + [F_] + [T] * 6 + [F_]])
     assert torch.equal(got, want)
+
+
+def test_think_mask_with_the_qwen3_tokenizer_matches_the_text():
+    from aworld_rl_core.testing.tiny import tiny_tokenizer
+    from aworld_rl_funreason.loss import tag_token_ids
+
+    tok = tiny_tokenizer()
+    target = "<think>\nweather in Paris: get_weather\n</think>\n\n[get_weather(city='Paris')]"
+    prompt_ids = tok.encode("Weather in Paris?", add_special_tokens=False)
+    target_ids = tok.encode(target, add_special_tokens=False)
+    labels = torch.tensor([[-100] * len(prompt_ids) + target_ids])
+    mask = think_mask_from_labels(
+        labels, tag_token_ids(tok, "<think>"), tag_token_ids(tok, "</think>")
+    )
+    think_ids = [t for t, m in zip(labels[0].tolist(), mask[0].tolist(), strict=True) if m]
+    rest = [
+        t for t, m in zip(target_ids, mask[0, len(prompt_ids) :].tolist(), strict=True) if not m
+    ]
+    assert tok.decode(think_ids) == "<think>\nweather in Paris: get_weather\n</think>"
+    assert tok.decode(rest) == "\n\n[get_weather(city='Paris')]"
