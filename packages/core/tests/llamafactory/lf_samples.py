@@ -53,6 +53,7 @@ def make_job(
     run_dir: Path,
     *,
     rows: list[dict[str, Any]] | None = None,
+    eval_rows: list[dict[str, Any]] = (),
     loss: Any = None,
     python: str | None = None,
     resume: bool = False,
@@ -78,5 +79,6 @@ def make_job(
         trainer=TrainerConfig(**settings),
         run=Run(run_dir, quiet=True),
         train_rows=rows if rows is not None else [CALC_RECORD] * 2,
+        eval_rows=eval_rows,
         loss=loss,
     )

@@ -63,11 +63,13 @@ def test_tiny_sft_uses_our_loss_with_segments_then_resumes(lf_home, tmp_path):
     assert result.outputs["model"] == ckpt
     assert result.metrics["global_step"] == 2 and result.metrics["train_samples"] == 2
 
-    # resume: one more step from checkpoint-2, the hook runs exactly once more
+    # resume: one more step from checkpoint-2 (the hook runs once), then an evaluation at the
+    # end that also goes through the hook (eval_loss is our loss on the eval rows)
     probe2 = tmp_path / "loss-resumed.jsonl"
     job2 = make_job(
         run_dir,
         rows=[CALC_RECORD] * 2,
+        eval_rows=[CALC_RECORD],
         loss=RecordingLoss(str(probe2)),
         python=sys.executable,
         resume=True,
@@ -77,5 +79,8 @@ def test_tiny_sft_uses_our_loss_with_segments_then_resumes(lf_home, tmp_path):
     assert resumed.metrics["resumed_from_step"] == 2
     assert resumed.metrics["global_step"] == 3
     assert [p.name for p in resumed.checkpoints] == ["checkpoint-1", "checkpoint-2", "checkpoint-3"]
-    assert len(read_records(probe2)) == 1
-    assert read_records(probe2)[0]["loss"] < calls[1]["loss"]
+    train_call, eval_call = read_records(probe2)
+    assert train_call["loss"] < calls[1]["loss"]
+    assert eval_call["labels_shape"][0] == 1  # the single eval row
+    assert resumed.metrics["eval_loss"] == pytest.approx(eval_call["loss"], rel=1e-4)
+    assert resumed.metrics["eval_samples"] == 1
