@@ -17,6 +17,7 @@ from aworld_rl_core.backends.llamafactory.config import LlamaFactoryConfig
 from aworld_rl_core.backends.llamafactory.launch import LlamaFactoryError
 from aworld_rl_core.backends.llamafactory.probe import mean_token_cross_entropy
 from aworld_rl_core.backends.llamafactory.worker import device_args
+from aworld_rl_core.testing.contracts import BackendContract
 
 
 def test_train_args_map_our_config(tmp_path):
@@ -216,3 +217,19 @@ def test_follow_hands_every_event_over_and_yields_once_per_step(tmp_path):
     steps = list(_follow(_FinishedProcess(), events, seen.append))
     assert steps == [4, 5, 6]
     assert seen == records
+
+
+class TestLlamaFactoryContract(BackendContract):
+    backend = "llamafactory"
+
+
+def test_backend_import_is_light():
+    code = (
+        "import sys\n"
+        "import aworld_rl_core.backends.llamafactory.backend as b\n"
+        "import aworld_rl_core.backends.llamafactory.launch\n"
+        "heavy = [m for m in ('torch', 'transformers', 'llamafactory') if m in sys.modules]\n"
+        "print(b.LlamaFactoryBackend.name, heavy)\n"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert out.stdout.strip() == "llamafactory []"
