@@ -202,7 +202,8 @@ def metrics_lines(run_dir: Path) -> list[dict]:
 
 def test_tiny_sft_memorises_a_sample_and_logs(tmp_path):
     run_dir = tmp_path / "run"
-    result = HfSftBackend().train(make_job(run_dir, [SHORT], steps=6, lr=5e-2, eval_rows=[SHORT]))
+    job = make_job(run_dir, [SHORT], steps=6, lr=5e-2, eval_rows=[SHORT])
+    result = HfSftBackend().train(job)
     lines = [m for m in metrics_lines(run_dir) if "loss" in m and "grad_norm" in m]
     assert [m["step"] for m in lines] == [1, 2, 3, 4, 5, 6]
     first, last = lines[0]["loss"], lines[-1]["loss"]
@@ -213,6 +214,14 @@ def test_tiny_sft_memorises_a_sample_and_logs(tmp_path):
     assert result.metrics["eval_loss"] < 0.5 * first
     assert (result.outputs["model"] / "config.json").is_file()
     assert [p.name for p in result.checkpoints] == ["checkpoint-6"]
+    n_labels = int(result.metrics["supervised_tokens"])
+    assert job.run.sections == [
+        (
+            "hf-sft data",
+            "| rows | samples | truncated | dropped | supervised tokens |\n|---|---|---|---|---|\n"
+            f"| 1 | 1 | 0 | 0 | {n_labels} |",
+        )
+    ]
 
 
 def test_resume_continues_from_the_latest_checkpoint(tmp_path):

@@ -11,6 +11,7 @@ continues from the latest one.
 
 from __future__ import annotations
 
+import logging
 from pathlib import Path
 from typing import Any
 
@@ -18,6 +19,7 @@ from aworld_rl_core.backends.base import TrainJob
 from aworld_rl_core.backends.sft_data import SftCollator, build_samples, shifted_segments
 from aworld_rl_core.errors import AworldError
 
+logger = logging.getLogger(__name__)
 LOSS_STATE_FILE = "loss_state.pt"
 _LOG_KEYS = {"loss": "loss", "grad_norm": "grad_norm", "learning_rate": "lr", "epoch": "epoch"}
 
@@ -43,6 +45,7 @@ class HfSftBackend:
         )
         if not train:
             raise AworldError("hf-sft: no training samples with assistant tokens; check the rows")
+        _report_data(job.run, stats)
         evals, _ = build_samples(
             job.eval_rows, tokenizer, max_length=sft.max_length, per_turn=sft.per_turn
         )
@@ -71,6 +74,19 @@ class HfSftBackend:
             metrics=metrics,
             outputs={"model": model_dir},
             checkpoints=checkpoints(job.run.checkpoint_dir),
+        )
+
+
+def _report_data(run: Any, stats: Any) -> None:
+    for note in stats.notes:
+        logger.warning("hf-sft: %s", note)
+    add_section = getattr(run, "add_section", None)
+    if callable(add_section):
+        add_section(
+            "hf-sft data",
+            "| rows | samples | truncated | dropped | supervised tokens |\n|---|---|---|---|---|\n"
+            f"| {stats.rows} | {stats.samples} | {stats.truncated} | {stats.dropped} "
+            f"| {stats.supervised_tokens} |",
         )
 
 
