@@ -138,3 +138,25 @@ def test_v1_tiny_cpu_preset_runs(tmp_path):
     assert result.metrics["rounds"] == 1.0
     rows = (tmp_path / "round-1/new_samples.jsonl").read_text().splitlines()
     assert result.metrics["accepted_total"] == float(len(rows))
+
+
+def test_v1_fcdr_keeps_only_answers_that_pass_unchanged(tmp_path):
+    import asyncio
+
+    from aworld_rl_funreason.data import read_samples
+    from aworld_rl_funreason.recipes.self_refine import _filter_v1, _sample
+
+    pool = _write_pool(tmp_path)
+    with ScriptedLLMServer(_server_reply) as server:
+        cfg = _cfg(server, pool, "mode=v1", "fcdr.judge=none", "num_samples=2")
+        candidates = asyncio.run(_sample(cfg, "policy", read_samples(pool)))
+        kept = asyncio.run(_filter_v1(cfg, candidates, "r1"))
+    assert len(candidates) == 6
+    # Rome's answer does not parse; Paris and Oslo pass the deterministic checks twice each
+    assert sorted(s.id for s in kept) == [
+        "fcdr-1#r1s0",
+        "fcdr-1#r1s1",
+        "fcdr-6#r1s0",
+        "fcdr-6#r1s1",
+    ]
+    assert all(s.reasoning for s in kept)

@@ -246,7 +246,7 @@ def run(cfg: SelfRefineConfig, run: Run) -> RunResult:
             "round": rnd,
             "candidates": len(candidates),
             "accepted": len(new),
-            "pool_left": len(pool),
+            "pool_left": len(pool) if cfg.mode == "v3" else 0,
             "trained": float(trained),
         }
         history.append(stats)
@@ -261,7 +261,8 @@ def run(cfg: SelfRefineConfig, run: Run) -> RunResult:
     metrics = {
         "rounds": float(len(history)),
         "accepted_total": float(sum(h["accepted"] for h in history)),
-        "pool_left": float(len(pool)),
     }
+    if cfg.mode == "v3":
+        metrics["pool_left"] = float(len(pool))
     outputs = {"model": Path(model_path)} if model_path != cfg.model.name_or_path else {}
     return RunResult(metrics=metrics, outputs=outputs)
