@@ -114,6 +114,20 @@ def test_v3_rounds_shrink_the_pool_and_train_on_accepted(tmp_path):
     assert left == ["fcdr-2", "fcdr-6"]
     assert (result.outputs["model"] / "config.json").exists()  # round 1 trained a model
     assert not (tmp_path / "run/round-2/model").exists()  # nothing new in round 2
+    # resuming with a larger budget replays the finished rounds from their state files and
+    # samples only round 3
+    with ScriptedLLMServer(_server_reply) as server:
+        cfg = _cfg(server, pool, "t_max=3")
+        again, _ = execute(
+            "funreason.self-refine", run, cfg, output_dir=tmp_path / "run", resume=True, quiet=True
+        )
+        asked = [b["messages"][-1]["content"] for b in server.chat_bodies if b["model"] == "policy"]
+    assert again.metrics == {"rounds": 3.0, "accepted_total": 1.0, "pool_left": 2.0}
+    assert sorted(asked) == [
+        "Give me a 3-day forecast for Rome.",
+        "Weather in Oslo and 50 EUR in NOK?",
+    ]
+    assert again.outputs["model"] == result.outputs["model"]
 
 
 def test_v3_majority_accepts_what_unanimity_rejects(tmp_path):

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import asyncio
 import dataclasses
+import json
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
@@ -24,6 +25,9 @@ from aworld_rl_funreason.data import FcSample, read_samples, write_jsonl
 from aworld_rl_funreason.paths import resolve_path
 from aworld_rl_funreason.recipes.refine import FcdrConfig, fcdr_settings
 from aworld_rl_funreason.recipes.sft import LossConfig, SftDataConfig, SftRecipeConfig
+
+ROUND_STATE = "round_state.json"
+"""Written when a round ends; ``--resume`` skips the rounds that have one."""
 
 
 def _help(text: str) -> dict[str, str]:
@@ -223,16 +227,23 @@ def run(cfg: SelfRefineConfig, run: Run) -> RunResult:
         raise ValueError("mode=v3 re-samples the hard pool: set data.hard_path")
     model_path = cfg.model.name_or_path
     max_rounds = cfg.rounds if cfg.mode == "v1" else cfg.t_max
-    history = []
+    history: list[dict[str, Any]] = []
     for rnd in range(1, max_rounds + 1):
         queries = train if cfg.mode == "v1" else pool
         if not queries:
             break
+        round_dir = run.dir / f"round-{rnd}"
+        done = round_dir / ROUND_STATE
+        if run.resume and done.is_file():  # a finished round of the run being resumed
+            state = json.loads(done.read_text(encoding="utf-8"))
+            model_path, stats = state["model_path"], state["stats"]
+            pool = [q for q in pool if q.id in set(state["pool_ids"])]
+            history.append(stats)
+            continue
         tag = f"r{rnd}"
         candidates = asyncio.run(_sample(cfg, model_path, queries))
         filt = _filter_v1 if cfg.mode == "v1" else _filter_v3
         new = asyncio.run(filt(cfg, candidates, tag))
-        round_dir = run.dir / f"round-{rnd}"
         write_jsonl(round_dir / "new_samples.jsonl", [s.to_dict() for s in new])
         if cfg.mode == "v3":
             solved = {s.meta["sampled_from"] for s in new}
@@ -251,6 +262,8 @@ def run(cfg: SelfRefineConfig, run: Run) -> RunResult:
         }
         history.append(stats)
         run.log({k: float(v) for k, v in stats.items() if k != "round"}, step=rnd)
+        state = {"model_path": model_path, "stats": stats, "pool_ids": [q.id for q in pool]}
+        done.write_text(json.dumps(state), encoding="utf-8")
     lines = ["| round | sampled | accepted | pool left | trained |", "|---|---|---|---|---|"]
     lines += [
         f"| {h['round']} | {h['candidates']} | {h['accepted']} | {h['pool_left']} | "
