@@ -15,6 +15,7 @@ import time
 
 import torch
 import torch.nn.functional as F
+
 from aworld_rl_funreason.loss import srml_loss
 
 

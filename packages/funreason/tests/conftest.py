@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import pytest
+
 from aworld_rl_funreason.testing import WEATHER_TOOL
 
 

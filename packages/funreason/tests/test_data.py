@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 
 import pytest
+
 from aworld_rl_core.tooluse.calls import Call, parse_python_calls
 from aworld_rl_funreason.data import (
     FcSample,

@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 
 import pytest
+
 from aworld_rl_funreason.data import FcSample
 from aworld_rl_funreason.fcdr import FcdrSettings, count_outcomes, parse_judge, parse_new_fc
 from aworld_rl_funreason.fcdr import refine_sample as _refine

@@ -6,6 +6,7 @@ import math
 
 import pytest
 import torch
+
 from aworld_rl_funreason.loss import (
     LearnableAlpha,
     SRMLLoss,

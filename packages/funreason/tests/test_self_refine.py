@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 
 import pytest
+
 from aworld_rl_core.config import load_config
 from aworld_rl_core.recipe import execute
 from aworld_rl_core.testing.llm_server import ScriptedLLMServer

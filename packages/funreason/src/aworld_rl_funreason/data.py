@@ -20,7 +20,6 @@ from aworld_rl_core.tooluse.calls import (
     parse_json_calls,
     parse_python_calls,
 )
-
 from aworld_rl_funreason.schema import xlam_tool_to_schema
 
 THINK_OPEN, THINK_CLOSE = "<think>", "</think>"

@@ -7,7 +7,6 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from aworld_rl_core.llm.types import Completion
-
 from aworld_rl_funreason.fcdr.prompts import STAGE_QUESTIONS
 
 WEATHER_TOOL = {

@@ -16,7 +16,6 @@ from dataclasses import asdict, dataclass, field
 from typing import Any, Literal
 
 from aworld_rl_core.tooluse.calls import ToolCallParseError, format_python_calls, parse_python_calls
-
 from aworld_rl_funreason.data import FcSample, split_response
 from aworld_rl_funreason.fcdr.prompts import cot_messages, judge_messages
 from aworld_rl_funreason.fcdr.verdict import parse_judge, parse_new_fc

@@ -16,7 +16,6 @@ from typing import Any, Literal
 
 from aworld_rl_core.llm.config import LLMConfig
 from aworld_rl_core.recipe import Run, RunResult
-
 from aworld_rl_funreason.evaluation import (
     LIVE,
     NON_LIVE,
@@ -98,7 +97,6 @@ def prompt_messages(entry: Any) -> list[dict[str, Any]]:
 def ground_truth_text(entry: Any) -> str:
     """BFCL's first allowed answer written as a FunReason reply (reasoning, then the calls)."""
     from aworld_rl_core.tooluse.bfcl import ground_truth_calls
-
     from aworld_rl_funreason.data import render_target
 
     return render_target(

@@ -14,7 +14,6 @@ from typing import Any, Literal
 
 from aworld_rl_core.llm.config import LLMConfig
 from aworld_rl_core.recipe import Run, RunResult
-
 from aworld_rl_funreason.data import FcSample, read_samples, write_jsonl
 from aworld_rl_funreason.fcdr.pipeline import STAGES, FcdrSettings, Outcome, count_outcomes
 from aworld_rl_funreason.paths import resolve_path
@@ -143,7 +142,6 @@ async def refine_all(
     """Refine ``samples`` into ``results_path`` (skipping ids already there); all outcomes."""
     from aworld_rl_core.llm.jobs import run_jobs
     from aworld_rl_core.llm.jsonl_sink import JsonlSink
-
     from aworld_rl_funreason.fcdr.pipeline import refine_sample
 
     ids = [s.id for s in samples]

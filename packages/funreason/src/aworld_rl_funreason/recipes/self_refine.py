@@ -20,7 +20,6 @@ from typing import Any, Literal
 from aworld_rl_core.backends.config import ModelConfig, TrainerConfig
 from aworld_rl_core.llm.config import LLMConfig
 from aworld_rl_core.recipe import Run, RunResult
-
 from aworld_rl_funreason.data import FcSample, read_samples, write_jsonl
 from aworld_rl_funreason.paths import resolve_path
 from aworld_rl_funreason.recipes.refine import FcdrConfig, fcdr_settings
@@ -145,7 +144,6 @@ async def _filter_v1(cfg: SelfRefineConfig, candidates: list[Any], tag: str) -> 
     """FCDR over the sampled answers; the ones that pass unchanged (an answer the judge would
     have to rewrite no longer matches the model's reasoning, so it is not used)."""
     from aworld_rl_core.llm.factory import make_client
-
     from aworld_rl_funreason.fcdr.pipeline import refine_sample
 
     judge = make_client(cfg.judge) if cfg.fcdr.judge == "llm" else None
@@ -169,7 +167,6 @@ async def _filter_v1(cfg: SelfRefineConfig, candidates: list[Any], tag: str) -> 
 async def _filter_v3(cfg: SelfRefineConfig, candidates: list[Any], tag: str) -> list[FcSample]:
     """Judge-panel vote; the first accepted answer per query."""
     from aworld_rl_core.llm.factory import make_client
-
     from aworld_rl_funreason.hdr import judge_candidate
 
     judges = [make_client(j) for j in cfg.judges]

@@ -12,7 +12,6 @@ from typing import Any, Literal
 
 from aworld_rl_core.backends.config import ModelConfig, SFTConfig, TrainerConfig
 from aworld_rl_core.recipe import Run, RunResult
-
 from aworld_rl_funreason.data import FcSample, read_samples, to_record, write_jsonl
 from aworld_rl_funreason.paths import resolve_path
 
