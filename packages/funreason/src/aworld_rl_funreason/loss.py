@@ -129,12 +129,18 @@ class LearnableAlpha(torch.nn.Module):
         return self.raw.clamp(0.0, 1.0)
 
 
-def _find(seq: list[int], pattern: Sequence[int], start: int) -> int:
-    n = len(pattern)
-    for i in range(start, len(seq) - n + 1):
-        if seq[i : i + n] == list(pattern):
+def _find(seq: list[int], pattern: list[int], start: int) -> int:
+    """First index >= start where ``pattern`` occurs in ``seq``, else -1."""
+    n, first = len(pattern), pattern[0]
+    i = start
+    while True:
+        try:
+            i = seq.index(first, i)
+        except ValueError:
+            return -1
+        if seq[i : i + n] == pattern:
             return i
-    return -1
+        i += 1
 
 
 def think_mask_from_labels(
@@ -156,6 +162,7 @@ def think_mask_from_labels(
         raise ValueError("open_ids and close_ids must be non-empty token id sequences")
     if labels.dim() != 2:
         raise ValueError(f"labels must be [B, T], got shape {tuple(labels.shape)}")
+    open_ids, close_ids = list(open_ids), list(close_ids)
     mask = torch.zeros_like(labels, dtype=torch.bool)
     for b, row in enumerate(labels.tolist()):
         valid = [i for i, tok in enumerate(row) if tok != ignore_index]
