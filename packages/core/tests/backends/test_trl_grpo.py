@@ -23,7 +23,9 @@ def model_dir(tmp_path_factory) -> Path:
     return small_vocab_model_dir(tmp_path_factory.mktemp("small-vocab"))
 
 
-def make_job(run_dir: Path, model_dir: Path, *, rewards=(), rl=None, **trainer) -> TrainJob:
+def make_job(
+    run_dir: Path, model_dir: Path, *, rewards=(), rl=None, eval_rows=(), **trainer
+) -> TrainJob:
     rl = rl or RLConfig(group_size=2, max_turns=2, max_new_tokens=6, max_response_tokens=80)
     defaults = dict(learning_rate=1e-2, max_steps=2, batch_size=2, micro_batch_size=4, seed=0)
     return TrainJob(
@@ -31,6 +33,7 @@ def make_job(run_dir: Path, model_dir: Path, *, rewards=(), rl=None, **trainer) 
         trainer=TrainerConfig(rl=rl, **{**defaults, **trainer}),
         run=Run(run_dir, quiet=True),
         train_rows=toy_tasks()[:8],
+        eval_rows=list(eval_rows),
         env_factory=lambda row: LowercaseEnv(turns=2),
         rewards=list(rewards),
     )
@@ -84,11 +87,14 @@ def test_trains_checkpoints_and_resumes_to_the_same_weights(model_dir, tmp_path)
     from safetensors.torch import load_file
 
     backend = trl_grpo.TrlGrpoBackend()
-    straight = backend.train(make_job(tmp_path / "a", model_dir, rewards=[lowercase_reward]))
+    straight = backend.train(
+        make_job(tmp_path / "a", model_dir, rewards=[lowercase_reward], eval_rows=toy_tasks()[8:9])
+    )
 
     assert [p.name for p in straight.checkpoints] == ["checkpoint-2"]
     assert straight.outputs["model"] == straight.checkpoints[-1]
     assert straight.metrics["global_step"] == 2
+    assert 0.0 < straight.metrics["eval_rewards/env_return/mean"] <= 1.0  # held-out episodes
     records = logged(tmp_path / "a")
     steps = [r for r in records if "reward_mean" in r]
     assert [r["step"] for r in steps] == [1, 2]

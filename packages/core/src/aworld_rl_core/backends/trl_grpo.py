@@ -228,7 +228,13 @@ class TrlGrpoBackend:
         )
         if job.eval_rows:
             evaluated = trainer.evaluate()
-            metrics.update({k: float(v) for k, v in evaluated.items() if _is_number(v)})
+            metrics.update(
+                {
+                    k: float(v)
+                    for k, v in evaluated.items()
+                    if _is_number(v) and ("reward" in k or "episode/" in k)
+                }
+            )
         checkpoints = checkpoints_in(run.checkpoint_dir)
         outputs = {"model": checkpoints[-1]} if checkpoints else {}
         return RunResult(metrics=metrics, outputs=outputs, checkpoints=checkpoints)
