@@ -23,7 +23,7 @@ ADD_TOOL = {
     },
 }
 
-# One tool call, its result, then a final answer with reasoning.
+# A reasoned tool call, its result, then a reasoned final answer.
 CALC_RECORD: dict[str, Any] = {
     "id": "calc-1",
     "messages": [
@@ -31,7 +31,7 @@ CALC_RECORD: dict[str, Any] = {
         {"role": "user", "content": "What is 2 + 3?"},
         {
             "role": "assistant",
-            "content": "",
+            "content": "<think>Use add.</think>",
             "tool_calls": [
                 {"type": "function", "function": {"name": "add", "arguments": {"a": 2, "b": 3}}}
             ],
@@ -43,10 +43,12 @@ CALC_RECORD: dict[str, Any] = {
 }
 
 # What LLaMA-Factory's qwen template supervises for CALC_RECORD, split by our segments.
-CALL_TURN = '<tool_call>\n{"name": "add", "arguments": {"a": 2, "b": 3}}\n</tool_call><|im_end|>\n'
+# (LLaMA-Factory writes a function_call thought as "<think>\n...\n</think>\n\n".)
+CALL_JSON = '<tool_call>\n{"name": "add", "arguments": {"a": 2, "b": 3}}\n</tool_call><|im_end|>\n'
+CALL_TURN = "<think>\nUse add.\n</think>\n\n" + CALL_JSON
 ANSWER_TURN = "<think>It is 5.</think>The answer is 5.<|im_end|>\n"
-THINK_TEXT = "<think>It is 5.</think>"
-CALL_TEXT = CALL_TURN + "The answer is 5.<|im_end|>\n"
+THINK_TEXT = "<think>\nUse add.\n</think><think>It is 5.</think>"  # both blocks, in order
+CALL_TEXT = "\n\n" + CALL_JSON + "The answer is 5.<|im_end|>\n"
 
 
 def make_job(
