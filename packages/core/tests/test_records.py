@@ -7,6 +7,7 @@ import json
 from pathlib import Path
 
 import pytest
+
 from aworld_rl_core.records import (
     RecordError,
     ToolUseRecord,
@@ -298,8 +299,9 @@ def test_trl_rows_render_identically_after_arrow(tmp_path: Path):
     """Rows from records with different tools go through ``datasets`` and render unchanged."""
     datasets = pytest.importorskip("datasets")
     pytest.importorskip("transformers")
-    from aworld_rl_core.testing.tiny import tiny_tokenizer
     from trl.data_utils import is_conversational
+
+    from aworld_rl_core.testing.tiny import tiny_tokenizer
 
     tok = tiny_tokenizer()
     weather = sample(
