@@ -186,7 +186,7 @@ def test_real_launch_refuses_a_machine_without_cuda(tmp_path, monkeypatch):
     import aworld_rl_core.backends.verl.backend as backend
 
     monkeypatch.setattr(backend, "cuda_available", lambda: False)
-    monkeypatch.setattr(backend.importlib.util, "find_spec", lambda name: object())
+    monkeypatch.setattr(backend, "verl_installed", lambda: True)
     job = make_job(tmp_path, replace(trainer(), verl=VerlConfig()))
     with pytest.raises(AworldError, match="has none"):
         VerlBackend().train(job)

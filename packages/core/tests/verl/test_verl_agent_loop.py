@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import pytest
 
-pytest.importorskip("verl")
+pytest.importorskip("verl.trainer")  # not tests/verl, which is on sys.path as a namespace
 
 from aworld_rl_core.backends.config import ModelConfig, RLConfig, TrainerConfig
 from aworld_rl_core.backends.verl.config import VerlConfig

@@ -9,6 +9,7 @@ metrics to the run and returns the checkpoints.
 
 from __future__ import annotations
 
+import importlib.metadata
 import importlib.util
 import json
 import os
@@ -30,6 +31,15 @@ if TYPE_CHECKING:
 LOG_FILE = "verl.log"
 LAUNCH_FILE = "verl_launch.json"
 CONFIG_FILE = "verl_config.yaml"
+
+
+def verl_installed() -> bool:
+    """Whether the verl distribution is installed (checked without importing it)."""
+    try:
+        importlib.metadata.distribution("verl")
+    except importlib.metadata.PackageNotFoundError:
+        return False
+    return True
 
 
 def cuda_available() -> bool:
@@ -90,7 +100,7 @@ class VerlBackend:
         outputs = {"launch": launch_file, "data": launch.data_dir}
         if verl.dry_run:
             print(self.describe(launch))
-            if verl.resolve_config and importlib.util.find_spec("verl") is not None:
+            if verl.resolve_config and verl_installed():
                 outputs["verl_config"] = self.resolve_config(launch, run.dir / CONFIG_FILE)
                 print(f"verl's resolved config: {outputs['verl_config']}")
             return RunResult(metrics={}, outputs=outputs)
@@ -156,7 +166,7 @@ class VerlBackend:
                 f"model.name_or_path={job.model.name_or_path!r} is a CPU test model; verl needs a "
                 "real model path or hub id (e.g. Qwen/Qwen2.5-0.5B-Instruct)"
             )
-        if importlib.util.find_spec("verl") is None:
+        if not verl_installed():
             raise AworldError(
                 "trainer.backend=verl needs verl: pip install 'aworld-rl-core[verl]' plus a "
                 "rollout engine (verl[vllm] or verl[sglang]) on the GPU machines; "
