@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
-import importlib.util
+import importlib.metadata
 import sys
 
 import pytest
 
-if importlib.util.find_spec("llamafactory") is None:
+try:  # the distribution, not the name: tests/llamafactory is importable as "llamafactory" too
+    importlib.metadata.version("llamafactory")
+except importlib.metadata.PackageNotFoundError:
     pytest.skip("needs llamafactory==0.9.5 (its own environment)", allow_module_level=True)
 
 from lf_samples import ANSWER_TURN, CALC_RECORD, CALL_TURN, make_job

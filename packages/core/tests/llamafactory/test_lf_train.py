@@ -2,13 +2,15 @@
 
 from __future__ import annotations
 
-import importlib.util
+import importlib.metadata
 import json
 import sys
 
 import pytest
 
-if importlib.util.find_spec("llamafactory") is None:
+try:  # the distribution, not the name: tests/llamafactory is importable as "llamafactory" too
+    importlib.metadata.version("llamafactory")
+except importlib.metadata.PackageNotFoundError:
     pytest.skip("needs llamafactory==0.9.5 (its own environment)", allow_module_level=True)
 
 from lf_samples import CALC_RECORD, CALL_TEXT, THINK_TEXT, make_job

@@ -129,8 +129,8 @@ def _python(configured: str | None) -> str:
             f"trainer.llamafactory.python={configured!r} is not an executable; give the python "
             "of the environment where llamafactory==0.9.5 is installed"
         )
-    probe = "import importlib.util as u, sys; sys.exit(0 if u.find_spec('llamafactory') else 3)"
-    if subprocess.run([python, "-c", probe], capture_output=True).returncode != 0:
+    probe = "import importlib.metadata as m; m.version('llamafactory')"  # the installed dist
+    if subprocess.run([python, "-I", "-c", probe], capture_output=True).returncode != 0:
         raise LlamaFactoryError(
             f"llamafactory is not installed for {python}. It needs its own environment "
             f"(its pins conflict with TRL's): {INSTALL_HINT}"
