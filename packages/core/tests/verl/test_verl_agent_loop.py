@@ -127,7 +127,8 @@ def test_episode_masks_environment_tokens_and_scores_the_episode(agent_loop, qwe
     assert out.extra_fields["turn_scores"] == [0.0, -0.1, 1.0]
     info = out.extra_fields["reward_extra_info"]
     assert info["env/return"] == pytest.approx(0.9) and info["env/done"] == 1.0
-    assert info["env/value"] == 3.0
+    assert set(info) == {"score", "env/return", "env/done"}  # same keys in every episode
+    assert out.extra_fields["env_info"] == {"value": 3.0}
     assert out.num_turns == 6  # 3 assistant + 2 observations + the prompt
     assert CounterEnv.closed_count == closed + 1
 

@@ -27,11 +27,11 @@ AGENT_LOOP_NAME = "aworld_env"
 
 
 def _scalar_info(info: dict[str, Any]) -> dict[str, float]:
-    """The numeric entries of a step's ``info`` (for logging as reward extra info)."""
+    """The numeric entries of the last step's ``info``."""
     out = {}
     for key, value in info.items():
         if isinstance(value, bool | int | float) and math.isfinite(float(value)):
-            out[f"env/{key}"] = float(value)
+            out[str(key)] = float(value)
     return out
 
 
@@ -129,7 +129,9 @@ class EnvAgentLoop(AgentLoopBase):
         self, spec: EpisodeSpec, opening: list[dict[str, Any]], t: _Trajectory, request_id: str
     ) -> AgentLoopOutput:
         env_return = sum(t.turn_rewards)
-        extra = {"env/return": env_return, "env/done": float(t.done), **_scalar_info(t.info)}
+        # reward_extra_info needs the same keys in every episode of a batch (verl stacks them);
+        # the environment's info varies, so it travels separately as ``env_info``.
+        extra = {"env/return": env_return, "env/done": float(t.done)}
         score = env_return
         if spec.rewards:
             bonus, parts = score_completion(
@@ -155,6 +157,7 @@ class EnvAgentLoop(AgentLoopBase):
             extra_fields={
                 "turn_scores": t.turn_rewards,
                 "request_id": request_id,
+                "env_info": _scalar_info(t.info),
                 "reward_extra_info": {"score": score, **extra},
             },
         )
