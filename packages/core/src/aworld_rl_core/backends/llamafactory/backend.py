@@ -15,6 +15,7 @@ import subprocess
 import sys
 import time
 from collections.abc import Callable, Iterator
+from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -51,67 +52,92 @@ class LlamaFactoryBackend:
     def train(self, job: TrainJob) -> RunResult:
         from aworld_rl_core.recipe import RunResult
 
-        if job.env_factory is not None or job.rewards:
-            raise LlamaFactoryError(
-                "the llamafactory backend does supervised fine-tuning only: use "
-                "trainer.backend=trl or verl for environment / reward (RL) training"
-            )
-        if not job.train_rows:
-            raise LlamaFactoryError("the llamafactory backend got no training rows")
+        _check_job(job)
         lf = job.trainer.llamafactory
         python = _python(lf.python)
         work = job.run.dir.resolve() / "llamafactory"
-        work.mkdir(parents=True, exist_ok=True)
-        data_dir = work / "data"
-        if data_dir.exists():
-            shutil.rmtree(data_dir)
-        per_turn = job.trainer.sft.per_turn
-        n_train = write_dataset(job.train_rows, data_dir, TRAIN_NAME, per_turn)
-        n_eval = write_dataset(job.eval_rows, data_dir, EVAL_NAME, per_turn) if job.eval_rows else 0
-        resume_from = latest_checkpoint(job.run.checkpoint_dir) if job.trainer.resume else None
-        args = build_train_args(job, data_dir, has_eval=n_eval > 0, resume_from=resume_from)
-        args_file = work / "train_args.yaml"
-        args_file.write_text(yaml.safe_dump(args, sort_keys=False), encoding="utf-8")
-        events = work / "events.jsonl"
-        events.unlink(missing_ok=True)
-        spec = {
-            "train_args": str(args_file),
-            "resolved_args": str(work / "train_args.resolved.yaml"),
-            "events": str(events),
-            "loss": str(write_loss(job.loss, work / "loss.pkl")) if job.loss is not None else None,
-            "tiny_arch": model_source(job.model.name_or_path)[1],
-            "seed": job.trainer.seed,
-            "dtype": job.model.dtype,
-            "extra_args": dict(lf.extra_args),
-        }
-        spec_file = work / "spec.json"
-        spec_file.write_text(json.dumps(spec, indent=2), encoding="utf-8")
+        inputs = _write_inputs(job, work)
         path_dir = python_path_dir(work / "pythonpath", stub_torchaudio=lf.stub_torchaudio)
-        env = subprocess_env(path_dir)
-        log_file = work / "worker.log"
-        job.run.log({"llamafactory/train_samples": n_train, "llamafactory/eval_samples": n_eval})
+        job.run.log({f"llamafactory/{k}": float(v) for k, v in inputs.counts.items()})
         final = _run_worker(
-            command(python, lf.nproc_per_node, spec_file),
-            env,
+            command(python, lf.nproc_per_node, inputs.spec),
+            subprocess_env(path_dir),
             work,
-            log_file,
-            events,
+            work / "worker.log",
+            inputs.events,
             job.run,
             total=job.trainer.max_steps if job.trainer.max_steps > 0 else None,
         )
-        final.update(train_samples=float(n_train), eval_samples=float(n_eval))
-        if resume_from is not None:
-            final["resumed_from_step"] = float(resume_from.name.split("-")[1])
+        final.update({k: float(v) for k, v in inputs.counts.items()})
+        if inputs.resume_from is not None:
+            final["resumed_from_step"] = float(inputs.resume_from.name.split("-")[1])
         return RunResult(
             metrics=final,
             outputs={
                 "model": job.run.checkpoint_dir,
-                "data": data_dir,
-                "train_args": args_file,
-                "log": log_file,
+                "data": inputs.data_dir,
+                "train_args": inputs.args_file,
+                "log": work / "worker.log",
             },
             checkpoints=checkpoints(job.run.checkpoint_dir),
         )
+
+
+@dataclass(frozen=True)
+class _Inputs:
+    """What the backend wrote for the worker."""
+
+    data_dir: Path
+    args_file: Path
+    spec: Path
+    events: Path
+    resume_from: Path | None
+    counts: dict[str, int]
+
+
+def _check_job(job: TrainJob) -> None:
+    if job.env_factory is not None or job.rewards:
+        raise LlamaFactoryError(
+            "the llamafactory backend does supervised fine-tuning only: use "
+            "trainer.backend=trl or verl for environment / reward (RL) training"
+        )
+    if not job.train_rows:
+        raise LlamaFactoryError("the llamafactory backend got no training rows")
+
+
+def _write_inputs(job: TrainJob, work: Path) -> _Inputs:
+    """Write the sharegpt data, the training arguments, the loss and the worker's spec."""
+    work.mkdir(parents=True, exist_ok=True)
+    data_dir = work / "data"
+    if data_dir.exists():
+        shutil.rmtree(data_dir)
+    per_turn = job.trainer.sft.per_turn
+    counts = {"train_samples": write_dataset(job.train_rows, data_dir, TRAIN_NAME, per_turn)}
+    counts["eval_samples"] = (
+        write_dataset(job.eval_rows, data_dir, EVAL_NAME, per_turn) if job.eval_rows else 0
+    )
+    resume = job.trainer.resume or getattr(job.run, "resume", False)
+    resume_from = latest_checkpoint(job.run.checkpoint_dir) if resume else None
+    args = build_train_args(
+        job, data_dir, has_eval=counts["eval_samples"] > 0, resume_from=resume_from
+    )
+    args_file = work / "train_args.yaml"
+    args_file.write_text(yaml.safe_dump(args, sort_keys=False), encoding="utf-8")
+    events = work / "events.jsonl"
+    events.unlink(missing_ok=True)
+    spec = {
+        "train_args": str(args_file),
+        "resolved_args": str(work / "train_args.resolved.yaml"),
+        "events": str(events),
+        "loss": str(write_loss(job.loss, work / "loss.pkl")) if job.loss is not None else None,
+        "tiny_arch": model_source(job.model.name_or_path)[1],
+        "seed": job.trainer.seed,
+        "dtype": job.model.dtype,
+        "extra_args": dict(job.trainer.llamafactory.extra_args),
+    }
+    spec_file = work / "spec.json"
+    spec_file.write_text(json.dumps(spec, indent=2), encoding="utf-8")
+    return _Inputs(data_dir, args_file, spec_file, events, resume_from, counts)
 
 
 INSTALL_HINT = (
