@@ -19,6 +19,7 @@ from pathlib import Path
 
 def _play(model, tokenizer, episodes: int, turns: int, new_tokens: int, batch_size, seed: int):
     import torch
+
     from aworld_rl_core.backends.hf_generate import HfGenerator
     from aworld_rl_core.backends.rollout import ChatCodec, RolloutLimits, run_episodes
     from aworld_rl_core.envs.toy import LowercaseEnv, ToyTasksConfig, toy_tasks
@@ -50,6 +51,7 @@ def main() -> None:
     args = parser.parse_args()
 
     import torch
+
     from aworld_rl_core.backends.config import ModelConfig
     from aworld_rl_core.testing.tiny import load_model_and_tokenizer
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 
 import pytest
+
 from aworld_rl_core.config import load_config
 from aworld_rl_core.errors import ConfigError
 from aworld_rl_core.recipe import Run, execute

@@ -6,14 +6,15 @@ import json
 from pathlib import Path
 
 import pytest
+from backends.scripted_generation import ScriptedGenerator
+from backends.small_vocab import small_vocab_model_dir
+
 from aworld_rl_core.backends import trl_grpo
 from aworld_rl_core.backends.base import TrainJob
 from aworld_rl_core.backends.config import ModelConfig, RLConfig, TrainerConfig
 from aworld_rl_core.backends.rollout import ChatCodec
 from aworld_rl_core.envs.toy import LowercaseEnv, lowercase_reward, toy_tasks
 from aworld_rl_core.recipe import Run
-from backends.scripted_generation import ScriptedGenerator
-from backends.small_vocab import small_vocab_model_dir
 
 pytest.importorskip("trl")
 
@@ -46,6 +47,7 @@ def logged(run_dir: Path) -> list[dict]:
 
 def test_hf_generator_batches_left_padded_prompts_like_single_ones(model_dir):
     import torch
+
     from aworld_rl_core.backends.hf_generate import HfGenerator
     from aworld_rl_core.testing.tiny import load_model_and_tokenizer
 

@@ -3,10 +3,11 @@
 from __future__ import annotations
 
 import pytest
+from backends.scripted_generation import ScriptedGenerator
+
 from aworld_rl_core.backends.rollout import ChatCodec, RolloutLimits, run_episodes
 from aworld_rl_core.env import Step
 from aworld_rl_core.envs.toy import LowercaseEnv, lowercase_reward, lowercase_score, toy_tasks
-from backends.scripted_generation import ScriptedGenerator
 
 
 @pytest.fixture(scope="module")
