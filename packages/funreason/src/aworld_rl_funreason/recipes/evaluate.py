@@ -150,8 +150,8 @@ async def _generate(cfg: EvalConfig, entries: list[Any], run: Run) -> list[dict[
             )
             if report.failed:
                 raise RuntimeError(f"{len(report.failed)} generations failed: {report.failed}")
-            wanted = {f"{e.id}#{k}" for e, k in jobs}
-            return [r for r in sink.records() if r["key"] in wanted]
+            done = {r["key"]: r for r in sink.records()}
+            return [done[f"{e.id}#{k}"] for e, k in jobs]  # entry order, not finishing order
     finally:
         if client is not None:
             await client.aclose()

@@ -159,7 +159,8 @@ async def refine_all(
         report = await run_jobs(items, job, sink, concurrency=concurrency, key=lambda s: s.id)
         if report.failed:
             raise RuntimeError(f"{len(report.failed)} samples failed: {report.failed}")
-        return [Outcome.from_dict(r) for r in sink.records() if r["id"] in wanted]
+        done = {r["id"]: r for r in sink.records() if r["id"] in wanted}
+        return [Outcome.from_dict(done[i]) for i in ids]  # input order, not finishing order
 
 
 def _client(cfg: LLMConfig) -> Any:
