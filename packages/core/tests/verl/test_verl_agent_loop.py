@@ -182,3 +182,72 @@ def test_rows_without_an_environment_are_rejected(agent_loop):
     loop, _ = agent_loop([])
     with pytest.raises(ValueError, match="without an environment spec"):
         loop.loop.run_until_complete(loop.run({}, raw_prompt=[], extra_info={"index": 0}))
+
+
+class PerRequestServer(ScriptedServer):
+    """Test double serving several episodes at once: each request id gets its own script."""
+
+    def __init__(self, tokenizer, replies: list[str]):
+        super().__init__(tokenizer, [])
+        self.script = replies
+        self.by_request: dict[str, list[str]] = {}
+
+    async def generate(self, request_id, *, prompt_ids, sampling_params, **kwargs):
+        self.replies = self.by_request.setdefault(request_id, list(self.script))
+        return await super().generate(
+            request_id, prompt_ids=prompt_ids, sampling_params=sampling_params
+        )
+
+
+@pytest.fixture(scope="module")
+def tiny_model_path(tmp_path_factory):
+    """A tiny random Qwen3 with its tokenizer on disk (verl's workers load the model config)."""
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setenv("AWORLD_RL_HOME", str(tmp_path_factory.mktemp("aworld_home")))
+        from aworld_rl_core.testing.tiny import tiny_model_dir
+
+        return tiny_model_dir("qwen3")
+
+
+def test_verl_worker_batches_our_episodes(verl_compose, toy_registry, tiny_model_path):
+    """verl's own AgentLoopWorker runs our loop per row and builds the training batch."""
+    import aworld_rl_core.backends.verl.plugin  # noqa: F401  (registers)
+    import numpy as np
+    from verl import DataProto
+    from verl.experimental.agent_loop.agent_loop import AgentLoopWorker
+    from verl.utils.ray_utils import get_event_loop  # the loop verl's agent loops use
+
+    rl = RLConfig(max_turns=4, max_response_tokens=64)
+    trainer = TrainerConfig(backend="verl", batch_size=2, rl=rl, verl=VerlConfig())
+    paths = LaunchPaths(train_file="t.parquet", val_file="v.parquet", checkpoint_dir="ckpt")
+    model = ModelConfig(name_or_path=str(tiny_model_path))
+    overrides = build_overrides(model, trainer, paths, n_rows=2, uses_env=True)
+    worker = AgentLoopWorker(verl_compose([*overrides, "data.max_prompt_length=64"]), None)
+    worker.llm_client = PerRequestServer(worker.tokenizer, ["add 1", "add 1", "add 1"])
+    specs = [EpisodeSpec(task={"target": t}, env=Ref("toy.counter")) for t in (1, 2)]
+    batch = DataProto.from_dict(
+        non_tensors={
+            "raw_prompt": np.array([[{"role": "user", "content": "x"}]] * 2, dtype=object),
+            "extra_info": np.array(
+                [{"index": i, SPEC_KEY: s.dumps()} for i, s in enumerate(specs)], dtype=object
+            ),
+            "agent_name": np.array(["aworld_env"] * 2, dtype=object),
+            "index": np.array([0, 1]),
+        }
+    )
+    out = get_event_loop().run_until_complete(worker.generate_sequences(batch))
+
+    mask = out.batch["response_mask"]
+    assert mask.shape == (2, 64)
+    # target 1: one turn "add 1<|im_end|>" (4 tokens); target 2: two turns and the observation
+    assert mask.sum(-1).tolist() == [4, 8]
+    assert mask[0, :4].tolist() == [1, 1, 1, 1] and mask[0, 4:].sum() == 0
+    assert mask[1, :4].tolist() == [1, 1, 1, 1] and mask[1, 4:16].sum() == 0  # observation
+    assert mask[1, 16:20].tolist() == [1, 1, 1, 1]
+    # the episode reward sits on the last response token; compute_score was not needed
+    scores = out.batch["rm_scores"]
+    assert scores[0, 3] == 1.0 and scores[1, 19] == 1.0 and scores.sum().item() == 2.0
+    assert out.non_tensor_batch["__num_turns__"].tolist() == [2, 4]
+    assert out.non_tensor_batch["env/return"].tolist() == [1.0, 1.0]
+    assert [e["value"] for e in out.non_tensor_batch["env_info"]] == [1.0, 2.0]
+    assert out.batch["rollout_log_probs"][1, :4].tolist() == [LOGPROB] * 4
