@@ -178,6 +178,24 @@ def test_response_budget_caps_generation(agent_loop, qwen3_tokenizer):
     assert out.reward_score == 0.0
 
 
+def test_task_tools_are_rendered_into_the_prompt(agent_loop, qwen3_tokenizer):
+    tool = {
+        "type": "function",
+        "function": {
+            "name": "add",
+            "description": "Add to the counter.",
+            "parameters": {"type": "object", "properties": {"n": {"type": "integer"}}},
+        },
+    }
+    loop, _ = agent_loop(["add 1"])
+    out = run_episode(
+        loop, EpisodeSpec(task={"target": 1, "tools": [tool]}, env=Ref("toy.counter"))
+    )
+    prompt = qwen3_tokenizer.decode(out.prompt_ids)
+    assert "<tools>" in prompt and '"name": "add"' in prompt
+    assert prompt.rstrip().endswith("<|im_start|>assistant")
+
+
 def test_rows_without_an_environment_are_rejected(agent_loop):
     loop, _ = agent_loop([])
     with pytest.raises(ValueError, match="without an environment spec"):
