@@ -212,3 +212,8 @@ def easy_subset(ids: Sequence[str], size: int) -> list[str]:
         return sum(len(t) for t in gt), len(gt), _natural(entry_id)
 
     return sorted(ids, key=cost)[:size]
+
+
+def split_records(cfg: SplitConfig | None = None, split: str = "train") -> list[Any]:
+    """Registered dataset builder: the records of one part of the split."""
+    return records_for(bfcl_split(cfg or SplitConfig()).of(split), split)

@@ -76,6 +76,7 @@ class EnvTuningEnv:
         self._owners: dict[str, str] = {}
         self.stats = EpisodeStats(expected_turns=len(entry.ground_truth))
         self.calls_per_turn: list[list[list[str]]] = []
+        self.failures: list[dict[str, Any]] = []
         self.tool_calls = 0
         self.tool_errors = 0
         self._steps_in_turn = 0
@@ -94,6 +95,7 @@ class EnvTuningEnv:
         self._owners = method_owners(self._episode.instances)
         self.stats = EpisodeStats(expected_turns=self._episode.num_turns)
         self.calls_per_turn = [[]]
+        self.failures = []
         self.tool_calls = self.tool_errors = self._steps_in_turn = 0
         self._warn_next = self._done = False
         self._last_reward = 0.0
@@ -143,6 +145,16 @@ class EnvTuningEnv:
             failed_any |= failed
             self.tool_errors += failed
             method = result.call.name if result.call else ""
+            if result.is_error:
+                self.failures.append(
+                    {
+                        "turn": self._episode.turn,
+                        "class": self._owners.get(method),
+                        "method": method,
+                        "arguments": dict(result.call.arguments) if result.call else {},
+                        "error": result.text,
+                    }
+                )
             rendered.append(
                 self.augmenter.render(
                     self._owners.get(method), method, result.text, failed=result.is_error
@@ -208,6 +220,7 @@ class EnvTuningEnv:
             "steps": len(stats.steps),
             "hints_used": list(self.augmenter.used),
             "calls_per_turn": [list(turn) for turn in self.calls_per_turn],
+            "failures": list(self.failures),
         }
 
 
@@ -246,3 +259,24 @@ def make_env(entry_id: str | None = None, **options: Any) -> EnvTuningEnv:
     if entry_id is None:
         raise ValueError("envtuning.bfcl needs entry_id=<BFCL multi-turn id>")
     return EnvTuningEnv(get_entry(entry_id), **options)
+
+
+def env_from_row(row: Mapping[str, Any], **options: Any) -> EnvTuningEnv:
+    """Training-job factory: the row's ``entry_id`` with JSON-able options, so verl workers can
+    rebuild it (``reward`` is a :class:`RewardSpec` dict, ``hint_packs`` names or file paths)."""
+    options = dict(options)
+    if isinstance(options.get("reward"), Mapping):
+        options["reward"] = RewardSpec(**options["reward"])
+    if "hint_packs" in options:
+        options["hints"] = _hint_packs(tuple(options.pop("hint_packs")))
+    entry_id = row.get("entry_id") if isinstance(row, Mapping) else None
+    if not entry_id:
+        raise ValueError(f"an EnvTuning row needs an 'entry_id' column; got keys {sorted(row)}")
+    return EnvTuningEnv(get_entry(str(entry_id)), **options)
+
+
+@functools.lru_cache(maxsize=16)
+def _hint_packs(sources: tuple[str, ...]) -> HintPack:
+    from aworld_rl_envtuning.augmentation import load_hint_packs
+
+    return load_hint_packs(list(sources))
