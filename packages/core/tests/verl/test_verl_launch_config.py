@@ -115,3 +115,20 @@ def test_dry_run_resolves_the_full_command_with_verl(tmp_path, capsys):
     bad = replace(cfg, verl=replace(cfg.verl, extra_overrides=("trainer.no_such_key=1",)))
     with pytest.raises(ConfigError, match="no_such_key"):
         VerlBackend().train(replace(job, trainer=bad, run=Run(tmp_path / "bad", quiet=True)))
+
+
+def test_gpu_smoke_script_launch_is_valid(tmp_path):
+    """The GPU smoke script's launch (``--dry-run``) passes verl's config check on CPU."""
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    import yaml
+
+    script = Path(__file__).parents[2] / "benchmarks" / "gpu" / "verl_smoke.py"
+    command = [sys.executable, str(script), "--model", "/models/qwen", "--out", str(tmp_path)]
+    subprocess.run([*command, "--dry-run"], check=True, capture_output=True, text=True)
+    resolved = yaml.safe_load((tmp_path / "run" / "verl_config.yaml").read_text())
+    assert resolved["trainer"]["n_gpus_per_node"] == 1
+    assert resolved["trainer"]["total_training_steps"] == 3
+    assert resolved["actor_rollout_ref"]["rollout"]["agent"]["default_agent_loop"] == "aworld_env"
