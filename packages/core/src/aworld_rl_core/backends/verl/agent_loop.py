@@ -3,7 +3,8 @@
 Per episode (one ``run`` call): the environment is rebuilt from the row's episode spec
 (``extra_info["aworld"]``), ``reset(task)`` gives the opening messages, then turns alternate:
 the policy generates through verl's ``server_manager`` (mask 1), the decoded text goes to
-``env.step``, and the observation messages are appended with mask 0. The episode ends when the
+``env.step`` (in a worker thread: episodes of one worker run concurrently), and the observation
+messages are appended with mask 0. The episode ends when the
 environment says done, at ``multi_turn.max_assistant_turns`` or when the response budget is spent.
 The episode reward (sum of step rewards plus any configured reward functions) is set on
 ``AgentLoopOutput.reward_score``, so verl skips ``compute_score`` for these rows.
@@ -70,12 +71,16 @@ class EnvAgentLoop(AgentLoopBase):
                 "extra_info['aworld']; write the parquet with aworld_rl_core's verl launcher"
             )
         request_id = uuid4().hex
-        env = self.episodes[request_id] = spec.build_env()
+        env = self.episodes[request_id] = await self._call(spec.build_env)
         try:
             return await self._episode(env, spec, request_id, sampling_params, kwargs)
         finally:
             self.episodes.pop(request_id, None)
             env.close()
+
+    async def _call(self, fn: Any, *args: Any) -> Any:
+        """Run environment code in a thread, so one slow episode does not stall the others."""
+        return await self.loop.run_in_executor(None, fn, *args)
 
     async def _episode(
         self,
@@ -85,7 +90,7 @@ class EnvAgentLoop(AgentLoopBase):
         sampling_params: dict[str, Any],
         row: dict[str, Any],
     ) -> AgentLoopOutput:
-        opening = [dict(m) for m in (env.reset(spec.task) or row["raw_prompt"])]
+        opening = [dict(m) for m in (await self._call(env.reset, spec.task) or row["raw_prompt"])]
         tools = spec.task.get("tools") or None
         t = _Trajectory(messages=list(opening))
         t.token_ids = await self.ct_build_initial_tokens(t.messages, tools=tools)
@@ -107,7 +112,7 @@ class EnvAgentLoop(AgentLoopBase):
             if logprobs is not None:
                 t.logprobs = list(logprobs)
             text = self.tokenizer.decode(output.token_ids, skip_special_tokens=True)
-            step = env.step(text)
+            step = await self._call(env.step, text)
             t.turn_rewards.append(float(step.reward))
             t.info, t.done = dict(step.info or {}), bool(step.done)
             t.messages.append({"role": "assistant", "content": text})
