@@ -65,8 +65,8 @@ def _is_number(text: str) -> bool:
 # ----------------------------------------------------------------------------------- data
 
 
-def episode_spec(row: Mapping[str, Any], job: TrainJob) -> EpisodeSpec:
-    """The spec one row carries to the verl workers."""
+def episode_specs(job: TrainJob, rows: Sequence[Mapping[str, Any]]) -> list[EpisodeSpec]:
+    """The spec each row carries to the verl workers (references resolved once per job)."""
     env = Ref.of(job.env_factory, "environment factory") if job.env_factory else None
     rewards = reward_refs(job.rewards)
     weights = tuple(float(w) for w in job.reward_weights) if job.reward_weights else ()
@@ -75,23 +75,32 @@ def episode_spec(row: Mapping[str, Any], job: TrainJob) -> EpisodeSpec:
             "the verl backend needs a reward: give the TrainJob an env_factory (episode reward) "
             "or reward functions"
         )
-    return EpisodeSpec(
-        task=to_jsonable(dict(row), "row"),
-        env=env,
-        rewards=rewards,
-        weights=weights,
-        max_new_tokens=job.trainer.rl.max_new_tokens,
-    )
+    max_new_tokens = job.trainer.rl.max_new_tokens
+    return [
+        EpisodeSpec(
+            task=to_jsonable(dict(row), f"row {i}"),
+            env=env,
+            rewards=rewards,
+            weights=weights,
+            max_new_tokens=max_new_tokens,
+        )
+        for i, row in enumerate(rows)
+    ]
 
 
 def _prompt(row: Mapping[str, Any], index: int) -> list[dict[str, Any]]:
     prompt = row.get("prompt")
     if isinstance(prompt, str):
         return [{"role": "user", "content": prompt}]
-    if isinstance(prompt, Sequence) and prompt and all(isinstance(m, Mapping) for m in prompt):
+    if (
+        isinstance(prompt, Sequence)
+        and prompt
+        and all(isinstance(m, Mapping) and "role" in m for m in prompt)
+    ):
         return [{"role": str(m["role"]), "content": str(m.get("content") or "")} for m in prompt]
     raise ConfigError(
-        f"row {index} has no 'prompt' (a string or a list of chat messages); RL rows need one"
+        f"row {index} has no 'prompt' (a string or a list of chat messages with 'role' and "
+        "'content'); RL rows need one"
     )
 
 
@@ -132,13 +141,17 @@ def write_parquet(rows: Sequence[Mapping[str, Any]], path: Path) -> Path:
 
 def write_data(job: TrainJob, data_dir: Path) -> tuple[Path, Path]:
     """``train.parquet`` and ``val.parquet`` (val = the first train rows when no eval rows)."""
-    agent_loop = job.trainer.verl.agent_loop
+    loop = job.trainer.verl.agent_loop
+    rows = job.train_rows
     train = [
-        verl_row(r, i, "train", episode_spec(r, job), agent_loop)
-        for i, r in enumerate(job.train_rows)
+        verl_row(r, i, "train", spec, loop)
+        for i, (r, spec) in enumerate(zip(rows, episode_specs(job, rows), strict=True))
     ]
-    evals = job.eval_rows or job.train_rows[: max(1, job.trainer.batch_size)]
-    val = [verl_row(r, i, "val", episode_spec(r, job), agent_loop) for i, r in enumerate(evals)]
+    evals = job.eval_rows or rows[: max(1, job.trainer.batch_size)]
+    val = [
+        verl_row(r, i, "val", spec, loop)
+        for i, (r, spec) in enumerate(zip(evals, episode_specs(job, evals), strict=True))
+    ]
     return (
         write_parquet(train, data_dir / "train.parquet"),
         write_parquet(val, data_dir / "val.parquet"),
