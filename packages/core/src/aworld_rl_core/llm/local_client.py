@@ -57,18 +57,17 @@ class LocalHFClient(BaseLLMClient):
     def from_pretrained(
         cls, path: str, *, device: str = "cpu", dtype: str = "auto", **kwargs: Any
     ) -> LocalHFClient:
-        """Load a model and tokenizer from a local directory (or the HF cache)."""
-        import torch
-        from transformers import AutoModelForCausalLM, AutoTokenizer
+        """Load a model and tokenizer from a local directory (or the HF cache); ``tiny:qwen3``
+        and ``tiny:qwen2`` build core's tiny random model (offline)."""
+        from aworld_rl_core.backends.config import ModelConfig
+        from aworld_rl_core.testing.tiny import load_model_and_tokenizer
 
-        torch_dtype = dtype if dtype == "auto" else getattr(torch, dtype)
         try:
-            tokenizer = AutoTokenizer.from_pretrained(path)
-            model = AutoModelForCausalLM.from_pretrained(path, dtype=torch_dtype)
+            model, tokenizer = load_model_and_tokenizer(ModelConfig(name_or_path=path, dtype=dtype))
         except OSError as err:
             raise OSError(
                 f"cannot load a local model from {path!r} ({err}); provider=local needs a model "
-                "directory with config, weights and tokenizer files"
+                "directory with config, weights and tokenizer files, or tiny:qwen3"
             ) from err
         model.to(device).eval()
         return cls(model, tokenizer, name=path, **kwargs)

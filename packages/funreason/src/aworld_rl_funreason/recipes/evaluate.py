@@ -11,9 +11,11 @@ from __future__ import annotations
 import asyncio
 import dataclasses
 import json
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any, Literal
 
+from aworld_rl_core.config import option
+from aworld_rl_core.llm import make_client
 from aworld_rl_core.llm.config import LLMConfig
 from aworld_rl_core.recipe import Run, RunResult
 from aworld_rl_funreason.evaluation import (
@@ -26,11 +28,6 @@ from aworld_rl_funreason.evaluation import (
     write_bfcl_results,
 )
 
-
-def _help(text: str) -> dict[str, str]:
-    return {"help": text}
-
-
 PYTHON_AST_CATEGORIES = ("simple_python", *NON_LIVE, *LIVE)
 
 
@@ -38,53 +35,42 @@ PYTHON_AST_CATEGORIES = ("simple_python", *NON_LIVE, *LIVE)
 class EvalConfig:
     """BFCL single-turn evaluation as FunReason reports it."""
 
-    categories: tuple[str, ...] = field(
-        default=PYTHON_AST_CATEGORIES, metadata=_help("BFCL single-turn categories to score")
+    categories: tuple[str, ...] = option(
+        PYTHON_AST_CATEGORIES, help="BFCL single-turn categories to score"
     )
-    limit: int | None = field(default=None, metadata=_help("first N entries per category"))
-    source: Literal["model", "ground_truth"] = field(
-        default="model",
-        metadata=_help(
+    limit: int | None = option(None, help="first N entries per category")
+    source: Literal["model", "ground_truth"] = option(
+        "model",
+        help=(
             "model: generate with `generator`; ground_truth: score BFCL's answers rendered as "
             "model output (checks the pipeline: must give 100%)"
         ),
     )
-    generator: LLMConfig = field(
-        default_factory=lambda: LLMConfig(
+    generator: LLMConfig = option(
+        factory=lambda: LLMConfig(
             provider="openai", model="Bingguang/FunReason", temperature=0.7, max_tokens=4096
         ),
-        metadata=_help(
+        help=(
             "the model under test: an OpenAI-compatible endpoint (vLLM, any API) or "
             "provider=local (a local path, or tiny:qwen3)"
         ),
     )
-    num_samples: int = field(
-        default=1,
-        metadata=_help("samples per entry; accuracy is their mean (v3 samples 3 at T=0.7)"),
+    num_samples: int = option(
+        1,
+        help="samples per entry; accuracy is their mean (v3 samples 3 at T=0.7)",
     )
-    missing_categories: Literal["skip", "zero"] = field(
-        default="skip",
-        metadata=_help("aggregate over evaluated categories (skip) or count missing as 0 (BFCL)"),
+    missing_categories: Literal["skip", "zero"] = option(
+        "skip",
+        help="aggregate over evaluated categories (skip) or count missing as 0 (BFCL)",
     )
-    positional: Literal["drop", "bind", "reject"] = field(
-        default="drop", metadata=_help("positional arguments: drop (BFCL's decoder), bind, reject")
+    positional: Literal["drop", "bind", "reject"] = option(
+        "drop", help="positional arguments: drop (BFCL's decoder), bind, reject"
     )
-    result_model_name: str = field(
-        default="Qwen/Qwen3-8B",
-        metadata=_help("model folder of the BFCL result files (a name bfcl-eval has registered)"),
+    result_model_name: str = option(
+        "Qwen/Qwen3-8B",
+        help="model folder of the BFCL result files (a name bfcl-eval has registered)",
     )
-    concurrency: int = field(default=32, metadata=_help("requests in flight"))
-
-
-def make_generator(cfg: LLMConfig) -> Any:
-    """The client for ``cfg``; ``provider=local`` with ``tiny:<arch>`` uses core's tiny model."""
-    from aworld_rl_core.llm.factory import make_client
-
-    if cfg.provider == "local" and cfg.model.startswith("tiny:"):
-        from aworld_rl_core.testing.tiny import tiny_model_dir
-
-        cfg = dataclasses.replace(cfg, model=str(tiny_model_dir(cfg.model.split(":", 1)[1])))
-    return make_client(cfg)
+    concurrency: int = option(32, help="requests in flight")
 
 
 def prompt_messages(entry: Any) -> list[dict[str, Any]]:
@@ -118,7 +104,7 @@ async def _generate(cfg: EvalConfig, entries: list[Any], run: Run) -> list[dict[
     from aworld_rl_core.llm.jsonl_sink import JsonlSink
     from aworld_rl_core.tooluse.bfcl import judge_single_turn
 
-    client = make_generator(cfg.generator) if cfg.source == "model" else None
+    client = make_client(cfg.generator) if cfg.source == "model" else None
     jobs = [(e, k) for e in entries for k in range(cfg.num_samples)]
 
     async def job(item: tuple[Any, int]) -> dict[str, Any]:

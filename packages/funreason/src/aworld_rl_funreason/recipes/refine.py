@@ -8,10 +8,11 @@ and ``dropped.jsonl`` with per-stage reasons, and a count table in the report.
 from __future__ import annotations
 
 import asyncio
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal
 
+from aworld_rl_core.config import option
 from aworld_rl_core.llm.config import LLMConfig
 from aworld_rl_core.recipe import Run, RunResult
 from aworld_rl_funreason.data import FcSample, read_samples, write_jsonl
@@ -19,79 +20,71 @@ from aworld_rl_funreason.fcdr.pipeline import STAGES, FcdrSettings, Outcome, cou
 from aworld_rl_funreason.paths import resolve_path
 
 
-def _help(text: str) -> dict[str, str]:
-    return {"help": text}
-
-
 @dataclass(frozen=True, kw_only=True)
 class RefineDataConfig:
     """Input samples."""
 
-    path: str = field(
-        default="",
-        metadata=_help(
+    path: str = option(
+        "",
+        help=(
             "JSON/JSONL of xLAM records {query, tools, answers} or FunReason samples; "
             "'package:rel/path' for packaged files"
         ),
     )
-    limit: int | None = field(default=None, metadata=_help("use only the first N samples"))
+    limit: int | None = option(None, help="use only the first N samples")
 
 
 @dataclass(frozen=True, kw_only=True)
 class FcdrConfig:
     """The five checks and what failing them does."""
 
-    stages: tuple[str, ...] = field(
-        default=STAGES, metadata=_help(f"stages to run, in order: {', '.join(STAGES)}")
-    )
-    judge: Literal["llm", "none"] = field(
-        default="llm",
-        metadata=_help(
+    stages: tuple[str, ...] = option(STAGES, help=(f"stages to run, in order: {', '.join(STAGES)}"))
+    judge: Literal["llm", "none"] = option(
+        "llm",
+        help=(
             "llm: ask the judge model; none: deterministic checks only (judge-only stages are "
             "skipped; nothing can be regenerated)"
         ),
     )
-    deterministic: bool = field(
-        default=True,
-        metadata=_help(
+    deterministic: bool = option(
+        True,
+        help=(
             "let the parser and tool schema decide where they can before asking the judge "
             "(false: the judge answers every stage, as in the paper)"
         ),
     )
-    generate_cot: bool = field(
-        default=True, metadata=_help("write reasoning with the teacher for samples that lack it")
+    generate_cot: bool = option(
+        True, help="write reasoning with the teacher for samples that lack it"
     )
-    cot_sees_reference: bool = field(
-        default=False,
-        metadata=_help("show the teacher the reference answer (false: natural CoT, as the paper)"),
+    cot_sees_reference: bool = option(
+        False,
+        help="show the teacher the reference answer (false: natural CoT, as the paper)",
     )
-    answer_fail: Literal["regenerate", "hard_pool"] = field(
-        default="regenerate",
-        metadata=_help(
+    answer_fail: Literal["regenerate", "hard_pool"] = option(
+        "regenerate",
+        help=(
             "failing the function/parameter or format check: regenerate the call (v1 FCDR) or "
             "send the sample to the hard pool (v3 answer check)"
         ),
     )
-    judge_retries: int = field(
-        default=1, metadata=_help("re-ask the judge this many times when it gives no verdict")
-    )
+    judge_retries: int = option(1, help="re-ask the judge this many times when it gives no verdict")
 
 
 @dataclass(frozen=True, kw_only=True)
 class RefineConfig:
     """FCDR: classify, check query/tools, check CoT, fix function/parameters, fix format."""
 
-    data: RefineDataConfig = field(default_factory=RefineDataConfig, metadata=_help("input"))
-    fcdr: FcdrConfig = field(default_factory=FcdrConfig, metadata=_help("refinement stages"))
-    judge: LLMConfig = field(
-        default_factory=lambda: LLMConfig(model="Qwen/QwQ-32B", temperature=0.6, max_tokens=8192),
-        metadata=_help("the judge (paper: QwQ-32B served by vLLM)"),
+    data: RefineDataConfig = option(factory=RefineDataConfig, help="input")
+    fcdr: FcdrConfig = option(factory=FcdrConfig, help="refinement stages")
+    judge: LLMConfig = option(
+        factory=lambda: LLMConfig(model="Qwen/QwQ-32B", temperature=0.6, max_tokens=8192),
+        help="the judge (paper: QwQ-32B served by vLLM)",
     )
-    teacher: LLMConfig = field(
-        default_factory=lambda: LLMConfig(model="Qwen/QwQ-32B", temperature=0.1, max_tokens=20480),
-        metadata=_help("the CoT teacher (paper: QwQ-32B at temperature 0.1)"),
+    teacher: LLMConfig = option(
+        factory=lambda: LLMConfig(model="Qwen/QwQ-32B", temperature=0.1, max_tokens=20480),
+        help="the CoT teacher (paper: QwQ-32B at temperature 0.1)",
     )
-    concurrency: int = field(default=32, metadata=_help("samples refined at the same time"))
+    concurrency: int = option(32, help="samples refined at the same time")
 
 
 def fcdr_settings(f: FcdrConfig) -> FcdrSettings:

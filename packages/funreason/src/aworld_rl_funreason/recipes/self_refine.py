@@ -13,11 +13,12 @@ from __future__ import annotations
 import asyncio
 import dataclasses
 import json
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal
 
 from aworld_rl_core.backends.config import ModelConfig, TrainerConfig
+from aworld_rl_core.config import option
 from aworld_rl_core.llm.config import LLMConfig
 from aworld_rl_core.recipe import Run, RunResult
 from aworld_rl_funreason.data import FcSample, read_samples, write_jsonl
@@ -27,10 +28,6 @@ from aworld_rl_funreason.recipes.sft import LossConfig, SftDataConfig, SftRecipe
 
 ROUND_STATE = "round_state.json"
 """Written when a round ends; ``--resume`` skips the rounds that have one."""
-
-
-def _help(text: str) -> dict[str, str]:
-    return {"help": text}
 
 
 def _default_judges() -> tuple[LLMConfig, ...]:
@@ -44,16 +41,14 @@ def _default_judges() -> tuple[LLMConfig, ...]:
 class SelfRefineDataConfig:
     """Where the queries come from."""
 
-    path: str = field(
-        default="",
-        metadata=_help("training samples: v1 samples their queries; v3 replays them if asked"),
+    path: str = option(
+        "",
+        help="training samples: v1 samples their queries; v3 replays them if asked",
     )
-    hard_path: str = field(
-        default="", metadata=_help("v3: the hard pool (hard.jsonl of funreason.refine)")
-    )
-    limit: int | None = field(default=None, metadata=_help("use only the first N of each file"))
-    prompt: Literal["bfcl", "chat_tools"] = field(
-        default="bfcl", metadata=_help("prompt format for sampling and training")
+    hard_path: str = option("", help="v3: the hard pool (hard.jsonl of funreason.refine)")
+    limit: int | None = option(None, help="use only the first N of each file")
+    prompt: Literal["bfcl", "chat_tools"] = option(
+        "bfcl", help="prompt format for sampling and training"
     )
 
 
@@ -61,62 +56,58 @@ class SelfRefineDataConfig:
 class SelfRefineConfig:
     """Self-refinement (v1) or hard-data re-sampling (v3) around SRML SFT."""
 
-    mode: Literal["v1", "v3"] = field(
-        default="v1",
-        metadata=_help("v1: FCDR-filtered self-refinement; v3: HDR over the hard pool"),
+    mode: Literal["v1", "v3"] = option(
+        "v1",
+        help="v1: FCDR-filtered self-refinement; v3: HDR over the hard pool",
     )
-    data: SelfRefineDataConfig = field(default_factory=SelfRefineDataConfig, metadata=_help("data"))
-    model: ModelConfig = field(
-        default_factory=lambda: ModelConfig(name_or_path="Qwen/Qwen2.5-Coder-7B-Instruct"),
-        metadata=_help("the starting model M_0 (the SFT output)"),
+    data: SelfRefineDataConfig = option(factory=SelfRefineDataConfig, help="data")
+    model: ModelConfig = option(
+        factory=lambda: ModelConfig(name_or_path="Qwen/Qwen2.5-Coder-7B-Instruct"),
+        help="the starting model M_0 (the SFT output)",
     )
-    rounds: int = field(default=1, metadata=_help("v1: self-refinement rounds"))
-    t_max: int = field(default=10, metadata=_help("v3: at most this many re-sampling rounds"))
-    num_samples: int = field(default=3, metadata=_help("answers sampled per query per round"))
-    sampler: LLMConfig = field(
-        default_factory=lambda: LLMConfig(provider="local", temperature=0.7, max_tokens=4096),
-        metadata=_help(
+    rounds: int = option(1, help="v1: self-refinement rounds")
+    t_max: int = option(10, help="v3: at most this many re-sampling rounds")
+    num_samples: int = option(3, help="answers sampled per query per round")
+    sampler: LLMConfig = option(
+        factory=lambda: LLMConfig(provider="local", temperature=0.7, max_tokens=4096),
+        help=(
             "how the current model samples; provider=local loads each round's model (its "
             "'model' is replaced), provider=openai queries a server you point at it"
         ),
     )
-    fcdr: FcdrConfig = field(default_factory=FcdrConfig, metadata=_help("v1: the FCDR filter"))
-    judge: LLMConfig = field(
-        default_factory=lambda: LLMConfig(model="Qwen/QwQ-32B", temperature=0.6, max_tokens=8192),
-        metadata=_help("v1: the FCDR judge"),
+    fcdr: FcdrConfig = option(factory=FcdrConfig, help="v1: the FCDR filter")
+    judge: LLMConfig = option(
+        factory=lambda: LLMConfig(model="Qwen/QwQ-32B", temperature=0.6, max_tokens=8192),
+        help="v1: the FCDR judge",
     )
-    judges: tuple[LLMConfig, ...] = field(
-        default_factory=_default_judges,
-        metadata=_help("v3: the judge panel (paper: Gemini-2.5-Pro, GPT-4o, Claude-3.5-Sonnet)"),
+    judges: tuple[LLMConfig, ...] = option(
+        factory=_default_judges,
+        help="v3: the judge panel (paper: Gemini-2.5-Pro, GPT-4o, Claude-3.5-Sonnet)",
     )
-    threshold: float = field(default=0.5, metadata=_help("v3: a judge passes an answer at >= tau"))
-    vote: Literal["unanimous", "majority"] = field(
-        default="unanimous",
-        metadata=_help("v3: keep when all judges pass (the paper's equation) or most (its prose)"),
+    threshold: float = option(0.5, help="v3: a judge passes an answer at >= tau")
+    vote: Literal["unanimous", "majority"] = option(
+        "unanimous",
+        help="v3: keep when all judges pass (the paper's equation) or most (its prose)",
     )
-    deterministic: bool = field(
-        default=True, metadata=_help("reject unparseable / schema-breaking answers without judges")
+    deterministic: bool = option(
+        True, help="reject unparseable / schema-breaking answers without judges"
     )
-    replay: bool = field(
-        default=False, metadata=_help("v3: also train on data.path each round (paper: new only)")
+    replay: bool = option(False, help="v3: also train on data.path each round (paper: new only)")
+    loss: LossConfig = option(factory=LossConfig, help="SRML loss (funreason.sft)")
+    trainer: TrainerConfig = option(
+        factory=lambda: TrainerConfig(backend="hf-sft", learning_rate=4e-5, batch_size=512),
+        help="SFT backend and optimisation for every round",
     )
-    loss: LossConfig = field(
-        default_factory=LossConfig, metadata=_help("SRML loss (funreason.sft)")
-    )
-    trainer: TrainerConfig = field(
-        default_factory=lambda: TrainerConfig(backend="hf-sft", learning_rate=4e-5, batch_size=512),
-        metadata=_help("SFT backend and optimisation for every round"),
-    )
-    concurrency: int = field(default=32, metadata=_help("requests in flight"))
+    concurrency: int = option(32, help="requests in flight")
 
 
 def _sampler_for(cfg: SelfRefineConfig, model_path: str) -> Any:
-    from aworld_rl_funreason.recipes.evaluate import make_generator
+    from aworld_rl_core.llm import make_client
 
     sampler = cfg.sampler
     if sampler.provider == "local":
         sampler = dataclasses.replace(sampler, model=model_path)
-    return make_generator(sampler)
+    return make_client(sampler)
 
 
 def _sft_config(cfg: SelfRefineConfig) -> SftRecipeConfig:

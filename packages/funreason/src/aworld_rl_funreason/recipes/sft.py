@@ -7,40 +7,37 @@ on CPU / one GPU, ``llamafactory`` for the paper's multi-GPU setting).
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any, Literal
 
 from aworld_rl_core.backends.config import ModelConfig, SFTConfig, TrainerConfig
+from aworld_rl_core.config import option
 from aworld_rl_core.recipe import Run, RunResult
 from aworld_rl_funreason.data import FcSample, read_samples, to_record, write_jsonl
 from aworld_rl_funreason.paths import resolve_path
-
-
-def _help(text: str) -> dict[str, str]:
-    return {"help": text}
 
 
 @dataclass(frozen=True, kw_only=True)
 class SftDataConfig:
     """Training samples."""
 
-    path: str = field(
-        default="",
-        metadata=_help(
+    path: str = option(
+        "",
+        help=(
             "refined samples (kept.jsonl of funreason.refine), FunReason samples or xLAM records;"
             " 'package:rel/path' for packaged files"
         ),
     )
-    limit: int | None = field(default=None, metadata=_help("use only the first N samples"))
-    prompt: Literal["bfcl", "chat_tools"] = field(
-        default="bfcl",
-        metadata=_help(
+    limit: int | None = option(None, help="use only the first N samples")
+    prompt: Literal["bfcl", "chat_tools"] = option(
+        "bfcl",
+        help=(
             "bfcl: BFCL's prompting-mode system prompt with the tool docs (the paper); "
             "chat_tools: tools through the chat template"
         ),
     )
-    require_reasoning: bool = field(
-        default=True, metadata=_help("skip samples without reasoning (SRML needs a think part)")
+    require_reasoning: bool = option(
+        True, help="skip samples without reasoning (SRML needs a think part)"
     )
 
 
@@ -48,24 +45,20 @@ class SftDataConfig:
 class LossConfig:
     """The token loss."""
 
-    kind: Literal["srml", "ce"] = field(
-        default="srml", metadata=_help("srml: alpha-balanced think/result loss; ce: plain SFT")
+    kind: Literal["srml", "ce"] = option(
+        "srml", help="srml: alpha-balanced think/result loss; ce: plain SFT"
     )
-    alpha: float = field(
-        default=0.7, metadata=_help("weight of the reasoning part (init if learnable)")
+    alpha: float = option(0.7, help="weight of the reasoning part (init if learnable)")
+    learnable: bool = option(
+        False,
+        help="train alpha with the model (v3 BalanceSFT); false: fixed (v1)",
     )
-    learnable: bool = field(
-        default=False,
-        metadata=_help("train alpha with the model (v3 BalanceSFT); false: fixed (v1)"),
+    parametrization: Literal["sigmoid", "clamp"] = option(
+        "sigmoid", help="how a learnable alpha stays in [0, 1]"
     )
-    parametrization: Literal["sigmoid", "clamp"] = field(
-        default="sigmoid", metadata=_help("how a learnable alpha stays in [0, 1]")
-    )
-    reduction: Literal["per_sample", "pooled"] = field(
-        default="per_sample",
-        metadata=_help(
-            "part means per sample then averaged (per_sample) or over the batch (pooled)"
-        ),
+    reduction: Literal["per_sample", "pooled"] = option(
+        "per_sample",
+        help="part means per sample then averaged (per_sample) or over the batch (pooled)",
     )
 
 
@@ -84,15 +77,15 @@ def _paper_trainer() -> TrainerConfig:
 class SftRecipeConfig:
     """FunReason SFT: refined data, SRML loss, the chosen backend."""
 
-    data: SftDataConfig = field(default_factory=SftDataConfig, metadata=_help("training data"))
-    loss: LossConfig = field(default_factory=LossConfig, metadata=_help("SRML loss"))
-    model: ModelConfig = field(
-        default_factory=lambda: ModelConfig(name_or_path="Qwen/Qwen2.5-Coder-7B-Instruct"),
-        metadata=_help("base model (paper: Qwen2.5-Coder-7B-Instruct)"),
+    data: SftDataConfig = option(factory=SftDataConfig, help="training data")
+    loss: LossConfig = option(factory=LossConfig, help="SRML loss")
+    model: ModelConfig = option(
+        factory=lambda: ModelConfig(name_or_path="Qwen/Qwen2.5-Coder-7B-Instruct"),
+        help="base model (paper: Qwen2.5-Coder-7B-Instruct)",
     )
-    trainer: TrainerConfig = field(
-        default_factory=_paper_trainer,
-        metadata=_help("backend and optimisation (paper: batch 512, lr 4e-5, warm-up 0.05)"),
+    trainer: TrainerConfig = option(
+        factory=_paper_trainer,
+        help="backend and optimisation (paper: batch 512, lr 4e-5, warm-up 0.05)",
     )
 
 
