@@ -85,5 +85,16 @@ def test_yaml_round_trip_and_describe():
     assert docs["limit"].type == "int | None" and docs["limit"].help == "optional cap"
 
 
+def test_describe_shows_the_parents_nested_defaults():
+    @dataclass(frozen=True, kw_only=True)
+    class Paper:
+        trainer: TrainerConfig = field(
+            default_factory=lambda: TrainerConfig(learning_rate=4e-5), metadata={"help": "t"}
+        )
+
+    docs = {d.key: d.default for d in describe(Paper)}
+    assert docs["trainer.learning_rate"] == 4e-5 and docs["trainer.rl.group_size"] == 8
+
+
 def test_trainer_config_fields_all_documented():
     assert all(doc.help for doc in describe(TrainerConfig))

@@ -265,18 +265,30 @@ class FieldDoc:
     help: str
 
 
-def describe(cls: type, prefix: str = "") -> Iterator[FieldDoc]:
-    """Every leaf field of a config class with its dotted key, type, default and help."""
+def describe(cls: type, prefix: str = "", defaults: Any = None) -> Iterator[FieldDoc]:
+    """Every leaf field of a config class: dotted key, type, default and help.
+
+    Defaults are the recipe's own: a nested section shows the values its parent sets (a
+    ``paper`` model name), not the nested class's generic defaults.
+    """
+    if defaults is None:
+        try:
+            defaults = cls()
+        except TypeError:  # required fields: fall back to per-field defaults
+            defaults = None
     hints = typing.get_type_hints(cls)
     for f in dataclasses.fields(cls):
         tp = hints[f.name]
-        if dataclasses.is_dataclass(tp):
-            yield from describe(tp, f"{prefix}{f.name}.")
-            continue
-        if f.default is not dataclasses.MISSING:
+        if defaults is not None:
+            default = getattr(defaults, f.name)
+        elif f.default is not dataclasses.MISSING:
             default = f.default
         elif f.default_factory is not dataclasses.MISSING:
             default = f.default_factory()
         else:
             default = "(required)"
+        if dataclasses.is_dataclass(tp):
+            nested = default if dataclasses.is_dataclass(default) else None
+            yield from describe(tp, f"{prefix}{f.name}.", nested)
+            continue
         yield FieldDoc(prefix + f.name, type_name(tp), to_dict(default), f.metadata.get("help", ""))
