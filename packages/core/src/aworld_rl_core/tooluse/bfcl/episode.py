@@ -8,16 +8,16 @@ episode and go away with it. The only shared state is a bounded cache of immutab
 from __future__ import annotations
 
 from collections import Counter
-from collections.abc import Sequence
-from dataclasses import dataclass, field
+from collections.abc import Mapping, Sequence
 from functools import lru_cache
 from types import MappingProxyType
-from typing import Any
+from typing import Any, NamedTuple
 
 from aworld_rl_core.tooluse.bfcl.apis import build_instances, state_differences
 from aworld_rl_core.tooluse.bfcl.loader import BfclEntry
 from aworld_rl_core.tooluse.bfcl.prompts import missed_function_message
 from aworld_rl_core.tooluse.bfcl.schemas import to_openai_tools
+from aworld_rl_core.tooluse.bfcl.verdict import NO_DETAILS
 from aworld_rl_core.tooluse.calls import Call, ToolCallParseError, parse_python_calls
 from aworld_rl_core.tooluse.dispatch import BFCL_DENIED_NAMES, Dispatcher, ToolResult
 
@@ -62,8 +62,7 @@ def clear_parse_cache() -> None:
     _parse_short_call.cache_clear()
 
 
-@dataclass(frozen=True)
-class TurnResult:
+class TurnResult(NamedTuple):
     """How one turn compares with the ground truth.
 
     For a turn with ground-truth calls, ``score`` is 1.0 when the model made calls, the API states
@@ -71,7 +70,7 @@ class TurnResult:
     so far (BFCL's unordered response checker). For a turn whose ground truth is empty (the model
     should abstain), ``score`` is 1.0 when the model made no call (BFCL's irrelevance checker) or,
     with ``irrelevance_check=False``, always. ``state_match``/``response_match`` are None where
-    BFCL does not check them.
+    BFCL does not check them. Immutable (a named tuple, cheap to build on every turn).
     """
 
     turn: int
@@ -81,7 +80,7 @@ class TurnResult:
     state_match: bool | None = None
     response_match: bool | None = None
     missing_results: tuple[str, ...] = ()
-    state_differences: dict[str, Any] = field(default_factory=dict, repr=False)
+    state_differences: Mapping[str, Any] = NO_DETAILS
     error_type: str = ""
     reason: str = ""
 
