@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import atexit
 import functools
+import shutil
 import tempfile
 
 import pytest
@@ -36,4 +38,6 @@ def all_single_turn():
 @functools.cache
 def reference() -> BfclReference:
     """bfcl-eval's checkers; its decoder import writes its folders under a temporary root."""
-    return BfclReference(tempfile.mkdtemp(prefix="bfcl-root-"))
+    root = tempfile.mkdtemp(prefix="bfcl-root-")
+    atexit.register(shutil.rmtree, root, True)
+    return BfclReference(root)
