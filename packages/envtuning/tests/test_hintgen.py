@@ -23,6 +23,9 @@ def test_error_pattern_generalises_values():
     assert re.search(pattern, '{"error": "cd: \'other/y\': No such file or directory"}')
     assert not re.search(pattern, '{"error": "cd: \'x\': File exists"}')
     assert re.fullmatch(error_pattern("Invalid speed 120"), "Invalid speed 7")
+    bare = error_pattern("cd: a/b: Unsupported path.")
+    assert re.fullmatch(bare, "cd: x/y/z: Unsupported path.")
+    assert not re.fullmatch(bare, "mv: x/y: Unsupported path.")
 
 
 def test_group_failures_counts_and_ranks():

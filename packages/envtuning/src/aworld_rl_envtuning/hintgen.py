@@ -36,6 +36,7 @@ JUDGE_ROLE = "You are a Constitutional Judge of environment hints."
 GOOD_QUALITY = ("good", "excellent")
 
 _QUOTED = re.compile(r"'[^']*'")
+_BARE_VALUE = re.compile(r"(?<=: )[^\s:']+(?=:)")  # "cd: a/b: Unsupported path" -> a/b
 _NUMBER = re.compile(r"\d+(?:\.\d+)?")
 
 
@@ -51,10 +52,11 @@ def error_message(error: str) -> str:
 
 
 def error_pattern(error: str) -> str:
-    """A regular expression matching ``error``'s message with quoted values and numbers open."""
+    """A regular expression matching ``error``'s message with its values (quoted, bare between
+    colons, numbers) left open."""
     error = error_message(error)
     pieces, pos = [], 0
-    for m in re.finditer(f"{_QUOTED.pattern}|{_NUMBER.pattern}", error):
+    for m in re.finditer(f"{_QUOTED.pattern}|{_BARE_VALUE.pattern}|{_NUMBER.pattern}", error):
         pieces.append(re.escape(error[pos : m.start()]))
         pieces.append(".*?")
         pos = m.end()

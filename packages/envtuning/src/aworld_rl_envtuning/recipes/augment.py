@@ -45,6 +45,9 @@ class AugmentConfig:
         default=0, metadata=_help("first N entries per category (0 = all)")
     )
     split: SplitConfig = field(default_factory=SplitConfig, metadata=_help("the data split"))
+    entry_ids: tuple[str, ...] = field(
+        default=(), metadata=_help("explicit BFCL entry ids to mine (replaces the split's)")
+    )
     max_steps_per_turn: int = field(default=5, metadata=_help("agent steps per user turn"))
     tool_docs: Literal["json", "compact"] = field(
         default="json", metadata=_help("tool list in the agent's system prompt")
@@ -67,13 +70,14 @@ def mine_failures(cfg: AugmentConfig, run: Run) -> list[dict[str, Any]]:
     from aworld_rl_envtuning.recipes.common import check_categories
     from aworld_rl_envtuning.recipes.training import local_model_path
 
-    split = bfcl_split(cfg.split)
-    n = cfg.entries_per_category
-    ids = [
-        i
-        for c in check_categories(cfg.categories)
-        for i in (split.of(cfg.entries, [c])[:n] if n > 0 else split.of(cfg.entries, [c]))
-    ]
+    ids = list(cfg.entry_ids)
+    if not ids:
+        split, n = bfcl_split(cfg.split), cfg.entries_per_category
+        ids = [
+            i
+            for c in check_categories(cfg.categories)
+            for i in (split.of(cfg.entries, [c])[:n] if n > 0 else split.of(cfg.entries, [c]))
+        ]
     agent = cfg.agent
     if agent.provider == "local":
         agent = replace(agent, model=local_model_path(agent.model))

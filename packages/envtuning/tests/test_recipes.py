@@ -1,0 +1,182 @@
+"""Plugin registrations, presets, and the recipes end to end on CPU."""
+
+import json
+
+import pytest
+import yaml
+
+from aworld_rl_core import plugins
+from aworld_rl_core.config import load_config
+from aworld_rl_core.recipe import execute
+from aworld_rl_core.testing.contracts import PluginContract, RecipeContract
+from aworld_rl_core.testing.llm_server import ScriptedLLMServer
+from aworld_rl_envtuning.curriculum import paper_stages
+
+
+class TestPlugin(PluginContract):
+    plugin = "envtuning"
+    expected = {
+        "recipes": [
+            "envtuning.curriculum",
+            "envtuning.stage",
+            "envtuning.eval",
+            "envtuning.augment",
+        ],
+        "environments": ["envtuning.bfcl"],
+        "datasets": ["envtuning.split"],
+    }
+
+
+class TestStageRecipe(RecipeContract):
+    """The fast end-to-end check: one GRPO step of stage 2 with the tiny model."""
+
+    recipe = "envtuning.stage"
+
+    def check_result(self, result, run_dir):
+        state = json.loads((run_dir / "curriculum_state.json").read_text())
+        assert state["finished"] == ["hints"]
+        assert (run_dir / "stages" / "1-hints" / "round-0" / "checkpoints").is_dir()
+        assert result.outputs["model"].name == "checkpoint-1"
+        split = json.loads((run_dir / "split.json").read_text())
+        assert split["counts"] == {"train": 400, "validation": 100, "held_out": 300}
+
+
+class TestEvalRecipe(RecipeContract):
+    recipe = "envtuning.eval"
+
+    def check_result(self, result, run_dir):
+        assert result.metrics["entries"] == 4.0
+        assert 0.0 <= result.metrics["accuracy/average"] <= 1.0
+        lines = (run_dir / "outcomes.jsonl").read_text().splitlines()
+        assert len(lines) == 4
+        assert "## BFCL multi-turn" in (run_dir / "report.md").read_text()
+
+
+class TestCurriculumRecipe(RecipeContract):
+    """All four stages and the held-out evaluation (minutes on 2 busy cores)."""
+
+    recipe = "envtuning.curriculum"
+
+    @pytest.mark.slow
+    def test_tiny_cpu_runs(self, tmp_path, aworld_home):
+        super().test_tiny_cpu_runs(tmp_path, aworld_home)
+
+    def check_result(self, result, run_dir):
+        state = json.loads((run_dir / "curriculum_state.json").read_text())
+        assert state["finished"] == ["syntax", "hints", "hard", "independent"]
+        assert result.metrics["stages_finished"] == 4.0
+        assert result.metrics["eval/entries"] == 8.0
+        # each stage started from the previous stage's checkpoint
+        assert "4-independent" in str(result.outputs["model"])
+
+
+class TestAugmentRecipe(RecipeContract):
+    recipe = "envtuning.augment"
+    run_tiny_cpu = False  # needs generator/judge endpoints: tested below with the scripted server
+
+
+def test_paper_presets_carry_the_paper_settings():
+    entry = plugins.get_recipe("envtuning.curriculum")
+    cfg = load_config(entry.config_cls(), preset="paper", presets=entry.presets)
+    rl = cfg.trainer.rl
+    assert cfg.trainer.backend == "verl" and cfg.trainer.learning_rate == 1e-6
+    assert (rl.group_size, rl.kl_coef, rl.kl_estimator) == (16, 0.1, "low_var_kl")
+    assert (rl.clip_low, rl.clip_high, rl.dual_clip, rl.entropy_coef) == (0.2, 0.28, 10.0, 0.001)
+    assert cfg.trainer.verl.gpus_per_node == 8
+    assert cfg.stages == paper_stages()
+    assert [s.batch_size for s in cfg.stages] == [16, 32, 32, 32]
+    assert [s.max_response_tokens for s in cfg.stages] == [10_000, 10_000, 24_576, 24_576]
+
+
+def test_curriculum_resumes_finished_stages_without_training(tmp_path, aworld_home):
+    """A run whose state says every stage is done only re-evaluates (no backend call)."""
+    entry = plugins.get_recipe("envtuning.curriculum")
+    cfg = load_config(
+        entry.config_cls(),
+        preset="tiny-cpu",
+        presets=entry.presets,
+        overrides=["evaluation.entries_per_category=-1"],
+    )
+    run_dir = tmp_path / "run"
+    run_dir.mkdir()
+    (run_dir / "config.yaml").write_text("{}")
+    names = [s.name for s in cfg.stages]
+    state = {
+        "model": "ckpt",
+        "stage": 4,
+        "finished": names,
+        "rounds": {n: [{"val_accuracy": 0.25, "grad_norm": 1.0}] for n in names},
+    }
+    (run_dir / "curriculum_state.json").write_text(json.dumps(state))
+    result, _ = execute(
+        "envtuning.curriculum", entry.run_fn(), cfg, output_dir=run_dir, resume=True, quiet=True
+    )
+    assert result.metrics["stages_finished"] == 4.0
+    assert result.metrics["hard/val_accuracy"] == 0.25
+    assert not (run_dir / "stages").exists()
+
+
+def _scripted_roles(body):
+    """Test double for agent, generator and judge on one server."""
+    system = body["messages"][0]["content"]
+    if system.startswith("You are an Augmentation Generator"):
+        return json.dumps(
+            {
+                "reasoning": "r",
+                "need_augmentation": True,
+                "error_category": "parameter_constraint",
+                "augmentation_type": "clarify_constraint",
+                "augmented_feedback": "cd accepts one folder name per call.",
+            }
+        )
+    if system.startswith("You are a Constitutional Judge"):
+        return json.dumps(
+            {
+                "reasoning": "ok",
+                "solution_leakage": False,
+                "exploration_constraint": False,
+                "actionability": True,
+                "hint_quality": "good",
+                "overall_approved": True,
+                "suggestions": "",
+            }
+        )
+    payload = json.dumps([{"name": "cd", "arguments": {"folder": "a/b"}}])
+    return f"<think>go</think><tool_call>{payload}</tool_call>"
+
+
+def test_augment_writes_a_loadable_hint_pack(tmp_path, aworld_home):
+    from aworld_rl_envtuning.augmentation import load_hint_pack
+
+    entry = plugins.get_recipe("envtuning.augment")
+    with ScriptedLLMServer(_scripted_roles) as server:
+        llm = {
+            "provider": "openai",
+            "base_url": server.base_url,
+            "model": server.model,
+            "api_key_env": "",
+        }
+        config = tmp_path / "augment.yaml"
+        config.write_text(
+            yaml.safe_dump(
+                {
+                    "agent": llm,
+                    "generator": llm,
+                    "judge": llm,
+                    "entry_ids": ["multi_turn_base_0"],
+                    "max_steps_per_turn": 2,
+                    "min_count": 2,
+                }
+            )
+        )
+        cfg = load_config(entry.config_cls(), config_file=config)
+        result, _ = execute(
+            "envtuning.augment", entry.run_fn(), cfg, output_dir=tmp_path / "run", quiet=True
+        )
+    pack = load_hint_pack(result.outputs["hints"])
+    assert result.metrics["approved"] == 1.0 and result.metrics["attempts"] == 1.0
+    (hint,) = pack.hints
+    assert hint.api_class == "GorillaFileSystem" and hint.methods == ("cd",)
+    assert hint.hint == "cd accepts one folder name per call."
+    error = '{"error": "cd: x/y: Unsupported path. Only one folder level at a time is supported."}'
+    assert hint.applies("GorillaFileSystem", "cd", error)
