@@ -12,6 +12,8 @@ import pytest
 
 sys.path.insert(0, str(Path(__file__).parents[1] / "verl"))  # verl_toys (no verl import)
 
+from verl_toys import counter_env, exact_answer
+
 from aworld_rl_core.backends.base import TrainJob
 from aworld_rl_core.backends.config import ModelConfig, RLConfig, TrainerConfig
 from aworld_rl_core.backends.verl.backend import VerlBackend, find_checkpoints, read_metrics
@@ -20,7 +22,6 @@ from aworld_rl_core.backends.verl.launcher import hydra_value
 from aworld_rl_core.backends.verl.specs import EpisodeSpec, Ref
 from aworld_rl_core.errors import AworldError, ConfigError
 from aworld_rl_core.recipe import Run
-from verl_toys import counter_env, exact_answer
 
 pq = pytest.importorskip("pyarrow.parquet")
 

@@ -10,8 +10,9 @@ import pytest
 
 sys.path.insert(0, str(Path(__file__).parent))  # verl_toys
 
-from aworld_rl_core import plugins
 from verl_toys import ToyPlugin
+
+from aworld_rl_core import plugins
 
 
 @pytest.fixture(scope="session")

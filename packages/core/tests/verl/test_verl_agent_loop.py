@@ -11,11 +11,12 @@ import pytest
 
 pytest.importorskip("verl.trainer")  # not tests/verl, which is on sys.path as a namespace
 
+from verl_toys import CounterEnv
+
 from aworld_rl_core.backends.config import ModelConfig, RLConfig, TrainerConfig
 from aworld_rl_core.backends.verl.config import VerlConfig
 from aworld_rl_core.backends.verl.launcher import LaunchPaths, build_overrides
 from aworld_rl_core.backends.verl.specs import SPEC_KEY, EpisodeSpec, Ref
-from verl_toys import CounterEnv
 
 LOGPROB = -0.5
 
@@ -229,11 +230,12 @@ def tiny_model_path(tmp_path_factory):
 
 def test_verl_worker_batches_our_episodes(verl_compose, toy_registry, tiny_model_path):
     """verl's own AgentLoopWorker runs our loop per row and builds the training batch."""
-    import aworld_rl_core.backends.verl.plugin  # noqa: F401  (registers)
     import numpy as np
     from verl import DataProto
     from verl.experimental.agent_loop.agent_loop import AgentLoopWorker
     from verl.utils.ray_utils import get_event_loop  # the loop verl's agent loops use
+
+    import aworld_rl_core.backends.verl.plugin  # noqa: F401  (registers)
 
     rl = RLConfig(max_turns=4, max_response_tokens=64)
     trainer = TrainerConfig(backend="verl", batch_size=2, rl=rl, verl=VerlConfig())

@@ -6,12 +6,13 @@ import pytest
 
 pytest.importorskip("verl.trainer")  # not tests/verl, which is on sys.path as a namespace
 
+from verl_toys import counter_env, exact_answer
+
 from aworld_rl_core.backends.base import TrainJob
 from aworld_rl_core.backends.config import TrainerConfig
 from aworld_rl_core.backends.verl.launcher import write_data
 from aworld_rl_core.backends.verl.specs import EpisodeSpec
 from aworld_rl_core.recipe import Run
-from verl_toys import counter_env, exact_answer
 
 ROWS = [
     {

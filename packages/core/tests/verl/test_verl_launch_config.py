@@ -89,11 +89,12 @@ def test_verl_loads_our_compute_score(verl_compose, toy_registry):
 def test_dry_run_resolves_the_full_command_with_verl(tmp_path, capsys):
     """The backend's dry run runs ``main_ppo <overrides> --cfg job``: verl accepts the launch."""
     import yaml
+    from verl_toys import counter_env
+
     from aworld_rl_core.backends.base import TrainJob
     from aworld_rl_core.backends.verl.backend import VerlBackend
     from aworld_rl_core.errors import ConfigError
     from aworld_rl_core.recipe import Run
-    from verl_toys import counter_env
 
     rows = [{"prompt": f"count to {t}", "target": t} for t in (1, 2, 3, 4)]
     cfg = TrainerConfig(backend="verl", batch_size=2, verl=VerlConfig(dry_run=True))

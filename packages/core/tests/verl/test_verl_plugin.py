@@ -52,11 +52,12 @@ def _half_vanilla(old_log_prob, log_prob, advantages, response_mask, loss_agg_mo
 
 def test_packages_register_estimators_and_losses():
     import torch
+    from verl.trainer.ppo.core_algos import get_adv_estimator_fn, get_policy_loss_fn
+
     from aworld_rl_core.backends.verl.extensions import (
         register_advantage_estimator,
         register_policy_loss,
     )
-    from verl.trainer.ppo.core_algos import get_adv_estimator_fn, get_policy_loss_fn
 
     register_advantage_estimator("aworld_test_mean_baseline", _mean_baseline)
     register_advantage_estimator("aworld_test_mean_baseline", _mean_baseline)  # idempotent

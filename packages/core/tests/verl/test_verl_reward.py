@@ -6,10 +6,11 @@ import pytest
 
 pytest.importorskip("verl.trainer")  # not tests/verl, which is on sys.path as a namespace
 
+from verl_toys import brevity, exact_answer
+
 from aworld_rl_core.backends.verl.reward import compute_score
 from aworld_rl_core.backends.verl.specs import SPEC_KEY, EpisodeSpec, Ref
 from aworld_rl_core.errors import ConfigError
-from verl_toys import brevity, exact_answer
 
 SPEC = EpisodeSpec(
     task={"prompt": [{"role": "user", "content": "6*7?"}], "ground_truth": "42", "limit": 1},
@@ -48,10 +49,11 @@ def test_verl_reward_manager_scores_a_rollout_with_our_adapter(
 ):
     import numpy as np
     import torch
-    from aworld_rl_core.backends.config import ModelConfig, TrainerConfig
-    from aworld_rl_core.backends.verl.launcher import LaunchPaths, build_overrides
     from verl import DataProto
     from verl.trainer.ppo.reward import load_reward_manager
+
+    from aworld_rl_core.backends.config import ModelConfig, TrainerConfig
+    from aworld_rl_core.backends.verl.launcher import LaunchPaths, build_overrides
 
     paths = LaunchPaths(train_file="t.parquet", val_file="v.parquet", checkpoint_dir="ckpt")
     overrides = build_overrides(
