@@ -38,21 +38,26 @@ def api_class(name: str) -> type:
     bfcl_root()
     if name == "MathAPI":
         require_module("mpmath")
-    from bfcl_eval.constants.executable_backend_config import CLASS_FILE_PATH_MAPPING
-
-    module = importlib.import_module(CLASS_FILE_PATH_MAPPING[name])
-    cls = vars(module).get(name)
+    path = _backend_config().CLASS_FILE_PATH_MAPPING[name]
+    cls = vars(importlib.import_module(path)).get(name)
     if not isinstance(cls, type):
-        raise ImportError(f"{CLASS_FILE_PATH_MAPPING[name]} does not define class {name}")
+        raise ImportError(f"{path} does not define class {name}")
     return cls
+
+
+def _backend_config() -> object:
+    """The module holding BFCL's class -> module mapping (moved between releases)."""
+    try:
+        from bfcl_eval.constants import executable_backend_config as config
+    except ImportError:  # releases up to 2025.8.5 keep it in the executor module
+        from bfcl_eval.eval_checker.multi_turn_eval import multi_turn_utils as config
+    return config
 
 
 @cache
 def stateless_classes() -> frozenset[str]:
     """Classes BFCL builds without loading a scenario (``MathAPI``)."""
-    from bfcl_eval.constants.executable_backend_config import STATELESS_CLASSES
-
-    return frozenset(STATELESS_CLASSES)
+    return frozenset(_backend_config().STATELESS_CLASSES)
 
 
 def build_instances(

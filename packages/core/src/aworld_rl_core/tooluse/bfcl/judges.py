@@ -128,11 +128,15 @@ def judge_multi_turn(
     different from the ground truth's is BFCL's ``force_terminated``.
     """
     expected = entry.ground_truth or []
-    if len(calls_per_turn) != len(expected):
+    if len(calls_per_turn) != len(expected) or len(entry.turns) != len(expected):
+        # A model answers once per question turn; BFCL's eval runner force-terminates a result
+        # whose turn count differs from the ground truth's (some v3 entries have one turn more
+        # in the ground truth than in the question, so nothing can pass them).
         return Verdict(
             False,
             (),
-            f"{len(calls_per_turn)} turns of calls for {len(expected)} ground-truth turns",
+            f"{len(calls_per_turn)} turns of calls, {len(entry.turns)} question turns, "
+            f"{len(expected)} ground-truth turns",
             "multi_turn:force_terminated",
         )
     scores: list[float] = []

@@ -17,8 +17,11 @@ def _templates() -> Any:
 def system_prompt(
     function_docs: Sequence[dict[str, Any]], *, style: str = "classic", markdown: bool = False
 ) -> str:
-    """BFCL's default system prompt: python call-list output, tool docs as indented JSON."""
+    """BFCL's default system prompt: python call-list output, tool docs as indented JSON
+    (releases up to 2025.8.5: their single template, docs as a python list)."""
     t = _templates()
+    if not hasattr(t, "PROMPT_STYLE_TEMPLATES"):
+        return t.DEFAULT_SYSTEM_PROMPT.format(functions=list(function_docs))
     if style not in t.PROMPT_STYLE_TEMPLATES:
         raise ValueError(
             f"unknown BFCL prompt style {style!r}; use one of {sorted(t.PROMPT_STYLE_TEMPLATES)}"

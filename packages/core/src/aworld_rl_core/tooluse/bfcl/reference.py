@@ -57,12 +57,16 @@ class BfclReference:
         if "bfcl_eval.constants.eval_config" not in sys.modules:
             Path(project_root).mkdir(parents=True, exist_ok=True)
             os.environ.setdefault("BFCL_PROJECT_ROOT", str(project_root))
-        from bfcl_eval.constants.enums import Language
         from bfcl_eval.eval_checker.multi_turn_eval import multi_turn_checker, multi_turn_utils
         from bfcl_eval.model_handler import utils as handler_utils
         from bfcl_eval.utils import is_empty_output, is_function_calling_format_output
 
-        self._language = Language.PYTHON
+        try:
+            from bfcl_eval.constants.enums import Language
+
+            self._language: Any = Language.PYTHON
+        except ImportError:  # releases up to 2025.8.5 name languages by string
+            self._language = "Python"
         self._ast = _import_ast_checker()
         self._mt = multi_turn_checker
         self._utils = multi_turn_utils
@@ -105,8 +109,8 @@ class BfclReference:
     ) -> bool:
         """``multi_turn_checker`` (and ``multi_turn_irrelevance_checker``) on one-step turns."""
         expected = entry.ground_truth
-        if len(calls_per_turn) != len(expected):
-            return False
+        if len(calls_per_turn) != len(expected) or len(entry.turns) != len(expected):
+            return False  # the eval runner's force_terminated (a model answers per question turn)
         decoded = [[list(calls)] if calls else [] for calls in calls_per_turn]
         name = f"ref{uuid.uuid4().hex}"
         try:
