@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
@@ -17,6 +18,10 @@ from aworld_rl_core.envs.toy import LowercaseEnv, lowercase_reward, toy_tasks
 from aworld_rl_core.recipe import Run
 
 pytest.importorskip("trl")
+
+
+ROOMY = RLConfig(group_size=2, max_turns=2, max_new_tokens=32, max_response_tokens=128)
+"""Room for the scripted replies (the small vocabulary spends several tokens per word)."""
 
 
 @pytest.fixture(scope="module")
@@ -67,8 +72,7 @@ def test_hf_generator_batches_left_padded_prompts_like_single_ones(model_dir):
 def test_environment_tokens_are_masked_out_of_the_loss(model_dir, tmp_path, monkeypatch):
     from aworld_rl_core.backends import trl_trainer
 
-    rl = RLConfig(group_size=2, max_turns=2, max_new_tokens=32, max_response_tokens=128)
-    trainer, _ = trl_grpo.TrlGrpoBackend().build_trainer(make_job(tmp_path, model_dir, rl=rl))
+    trainer, _ = trl_grpo.TrlGrpoBackend().build_trainer(make_job(tmp_path, model_dir, rl=ROOMY))
     codec = ChatCodec(trainer.processing_class)
     scripted = ScriptedGenerator(codec, ["hello there", "Bye"])
     monkeypatch.setattr(trl_trainer, "HfGenerator", lambda *args, **kwargs: scripted)
@@ -83,6 +87,39 @@ def test_environment_tokens_are_masked_out_of_the_loss(model_dir, tmp_path, monk
     assert loss_mask.tolist() == [expected, expected]
     # identical episodes: the reward is the episode return, its group advantage zero
     assert out["advantages"].tolist() == [0.0, 0.0]
+
+
+def test_rows_without_environment_are_one_turn_episodes(model_dir, tmp_path, monkeypatch):
+    from aworld_rl_core.backends import trl_trainer
+
+    seen = {}
+
+    def recording_reward(completions, prompts, topic, env_return, **kwargs):
+        seen.update(completions=completions, prompts=prompts, topic=topic, returns=env_return)
+        return lowercase_reward(completions)
+
+    rows = [{"prompt": [{"role": "user", "content": "hi"}], "topic": "rain"}]
+    job = replace(
+        make_job(tmp_path, model_dir, rl=ROOMY),
+        env_factory=None,
+        rewards=[recording_reward],
+        train_rows=rows,
+    )
+    trainer, _ = trl_grpo.TrlGrpoBackend().build_trainer(job)
+    scripted = ScriptedGenerator(ChatCodec(trainer.processing_class), ["hello there"])
+    monkeypatch.setattr(trl_trainer, "HfGenerator", lambda *args, **kwargs: scripted)
+
+    out = trainer._generate_and_score_completions([{"prompt": "row 0", "row_index": 0}] * 2)
+
+    assert out["completion_ids"][0].tolist() == scripted.ids[0]
+    assert out["tool_mask"].tolist() == [[1] * len(scripted.ids[0])] * 2
+    assert seen == {
+        "completions": [[{"role": "assistant", "content": "hello there"}]] * 2,
+        "prompts": [rows[0]["prompt"]] * 2,
+        "topic": ["rain", "rain"],
+        "returns": [0.0, 0.0],
+    }
+    assert out["advantages"].tolist() == [0.0, 0.0]  # one group, equal rewards
 
 
 def test_trains_checkpoints_and_resumes_to_the_same_weights(model_dir, tmp_path):
