@@ -10,7 +10,8 @@ this process (``time.process_time``) so that other load on a shared machine coun
 3. single-turn judging: every python single-turn possible answer rendered as model output,
    ``judge_single_turn`` vs bfcl-eval's decoder + ``ast_checker``; identical verdicts;
 4. the AST check alone on already-decoded calls (both sides spend most of step 3 in Python's
-   ``ast.parse``, which neither can avoid).
+   ``ast.parse``, which neither can avoid);
+5. memory still allocated after one execution pass (tracemalloc).
 
 Run: ``python packages/core/benchmarks/bfcl_replay.py [--repeats 5] [--json out.json]``.
 """
@@ -18,9 +19,11 @@ Run: ``python packages/core/benchmarks/bfcl_replay.py [--repeats 5] [--json out.
 from __future__ import annotations
 
 import argparse
+import gc
 import json
 import tempfile
 import time
+import tracemalloc
 import uuid
 from collections.abc import Callable
 from typing import Any
@@ -97,6 +100,19 @@ def paired(
             if side == 1 and after is not None:
                 after(results[side])
     return best[0], best[1], results[0], results[1]
+
+
+def retained_bytes(fn: Callable[[], Any]) -> int:
+    """Bytes still allocated (tracemalloc) after ``fn`` returned and its result was dropped."""
+    gc.collect()
+    tracemalloc.start()
+    try:
+        before = tracemalloc.get_traced_memory()[0]
+        fn()
+        gc.collect()
+        return tracemalloc.get_traced_memory()[0] - before
+    finally:
+        tracemalloc.stop()
 
 
 def main(argv: list[str] | None = None) -> dict[str, Any]:
@@ -190,6 +206,23 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
             "ratio": round(ratio, 3),
             "identical": same,
         }
+    # 5. memory left behind by one pass over the 800 entries (bfcl-eval keeps every instance in
+    # its executor module's globals until someone deletes them)
+    kept: list[str] = []
+    ours_kept = retained_bytes(lambda: ours_execute(multi))
+    bfcl_kept = retained_bytes(lambda: kept.extend(bfcl_execute(ref, multi)[1]))
+    cached = sum(1 for k in vars(ref._utils) if k.startswith(tuple(kept)))
+    for name in kept:
+        ref._forget(name)
+    print(
+        f"memory kept after one pass: ours {ours_kept / 2**20:.2f} MiB, "
+        f"bfcl-eval {bfcl_kept / 2**20:.2f} MiB ({cached} API instances left in module globals)"
+    )
+    figures["retained_mib"] = {
+        "ours": round(ours_kept / 2**20, 3),
+        "bfcl_eval": round(bfcl_kept / 2**20, 3),
+        "bfcl_eval_cached_instances": cached,
+    }
     if args.json:
         with open(args.json, "w", encoding="utf-8") as handle:
             json.dump(figures, handle, indent=2)
