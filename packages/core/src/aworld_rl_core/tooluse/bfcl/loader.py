@@ -1,7 +1,9 @@
 """Load BFCL categories (questions and ground truth) from the installed bfcl-eval's data files.
 
 Reads the JSONL files directly (bfcl-eval's own loaders write lock files), under whichever file
-prefix the installed release ships (``BFCL_v3_`` up to 2025.8.5, ``BFCL_v4_`` after).
+prefix the installed release ships (``BFCL_v3_`` up to 2025.8.5, ``BFCL_v4_`` after). Checked
+with 2026.3.23 (v4, the pinned release) and 2025.8.5 (v3): every category loads, and the
+``core.bfcl-check`` replay agrees with each release's own checkers on every entry.
 """
 
 from __future__ import annotations
