@@ -126,8 +126,15 @@ def test_trains_checkpoints_and_resumes_to_the_same_weights(model_dir, tmp_path)
     from safetensors.torch import load_file
 
     backend = trl_grpo.TrlGrpoBackend()
+    kl = RLConfig(group_size=2, max_turns=2, max_new_tokens=6, max_response_tokens=80, kl_coef=0.05)
     straight = backend.train(
-        make_job(tmp_path / "a", model_dir, rewards=[lowercase_reward], eval_rows=toy_tasks()[8:9])
+        make_job(
+            tmp_path / "a",
+            model_dir,
+            rl=kl,
+            rewards=[lowercase_reward],
+            eval_rows=toy_tasks()[8:9],
+        )
     )
 
     assert [p.name for p in straight.checkpoints] == ["checkpoint-2"]
@@ -137,7 +144,7 @@ def test_trains_checkpoints_and_resumes_to_the_same_weights(model_dir, tmp_path)
     records = logged(tmp_path / "a")
     steps = [r for r in records if "reward_mean" in r]
     assert [r["step"] for r in steps] == [1, 2]
-    for key in ("reward_std", "entropy", "grad_norm", "tokens_per_s", "episode/turns"):
+    for key in ("reward_std", "kl", "entropy", "grad_norm", "tokens_per_s", "episode/turns"):
         assert key in steps[-1], key
     assert steps[-1]["episode/turns"] == 2.0
     # two reward sources: our reward function on the episode messages and the env return,
@@ -147,10 +154,10 @@ def test_trains_checkpoints_and_resumes_to_the_same_weights(model_dir, tmp_path)
     )
     assert steps[-1]["reward_mean"] == pytest.approx(2 * steps[-1]["rewards/env_return/mean"])
 
-    job = make_job(tmp_path / "b", model_dir, rewards=[lowercase_reward], max_steps=1)
+    job = make_job(tmp_path / "b", model_dir, rl=kl, rewards=[lowercase_reward], max_steps=1)
     backend.train(job)
     resumed = backend.train(
-        make_job(tmp_path / "b", model_dir, rewards=[lowercase_reward], resume=True)
+        make_job(tmp_path / "b", model_dir, rl=kl, rewards=[lowercase_reward], resume=True)
     )
     assert [p.name for p in resumed.checkpoints] == ["checkpoint-1", "checkpoint-2"]
     assert [r["step"] for r in logged(tmp_path / "b") if "reward_mean" in r] == [1, 2]
@@ -159,6 +166,16 @@ def test_trains_checkpoints_and_resumes_to_the_same_weights(model_dir, tmp_path)
     assert a.keys() == b.keys()
     for name in a:
         assert (a[name] - b[name]).abs().max().item() < 1e-6, name
+
+
+def test_kl_reference_of_a_tiny_model_is_its_initial_weights(aworld_home, tmp_path):
+    job = make_job(tmp_path, model_dir=Path("unused"), rl=RLConfig(group_size=2, kl_coef=0.1))
+    job = replace(job, model=ModelConfig(name_or_path="tiny:qwen3"))
+    trainer, _ = trl_grpo.TrlGrpoBackend().build_trainer(job)
+    assert trainer.beta == 0.1 and trainer.ref_model is not None
+    policy = dict(trainer.model.named_parameters())
+    for name, param in trainer.ref_model.named_parameters():
+        assert param.equal(policy[name]), name
 
 
 def test_rejects_what_it_cannot_train(tmp_path):
