@@ -129,3 +129,18 @@ def test_lowercase_game_scores_and_rewards():
 def test_toy_tasks_are_deterministic():
     assert toy_tasks() == toy_tasks()
     assert len(toy_tasks()) == 64 and all("topic" in row for row in toy_tasks())
+
+
+def test_backend_recipe_and_toy_modules_import_nothing_heavy():
+    import subprocess
+    import sys
+
+    code = (
+        "import sys\n"
+        "import aworld_rl_core.backends.trl_grpo, aworld_rl_core.backends.rollout\n"
+        "import aworld_rl_core.backends.hf_generate, aworld_rl_core.envs.toy\n"
+        "import aworld_rl_core.recipes.grpo\n"
+        "print(sorted(m for m in ('torch', 'transformers', 'trl', 'datasets') if m in sys.modules))"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert out.stdout.strip() == "[]"
