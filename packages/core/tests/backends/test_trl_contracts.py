@@ -1,0 +1,23 @@
+"""Core's contract tests for the trl backend, the toy environment and the core.grpo recipe."""
+
+from __future__ import annotations
+
+from aworld_rl_core.envs.toy import LowercaseEnv
+from aworld_rl_core.testing.contracts import BackendContract, EnvironmentContract, RecipeContract
+
+
+class TestTrlBackend(BackendContract):
+    backend = "trl"
+
+
+class TestLowercaseEnv(EnvironmentContract):
+    def make_env(self) -> LowercaseEnv:
+        return LowercaseEnv(turns=2)
+
+    def task(self):
+        return {"topic": "rain"}
+
+
+class TestGrpoRecipe(RecipeContract):
+    recipe = "core.grpo"
+    run_tiny_cpu = False  # tests/test_grpo_recipe.py runs tiny-cpu (and resumes it)
