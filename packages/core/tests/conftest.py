@@ -3,7 +3,8 @@ from pathlib import Path
 
 import pytest
 
-sys.path.insert(0, str(Path(__file__).parent))  # the tests' helper modules (demo_plugin)
+# only the support folder: tests/verl and tests/llamafactory must not shadow the real packages
+sys.path.insert(0, str(Path(__file__).parent / "support"))
 
 from demo_plugin import DemoPlugin
 

@@ -9,7 +9,7 @@ from aworld_rl_core.backends.config import TrainerConfig
 from aworld_rl_core.config import describe, from_dict, load_config, to_dict, to_yaml
 from aworld_rl_core.errors import ConfigError
 
-PRESETS = str(Path(__file__).parent / "demo_presets")
+PRESETS = str(Path(__file__).parent / "support" / "demo_presets")
 
 
 @dataclass(frozen=True, kw_only=True)
