@@ -1,0 +1,85 @@
+"""EnvTuningEnv throughput: ground-truth episodes/s in the model-text protocol vs bfcl-eval.
+
+Same process, same entries, the two sides alternating, each keeping its best of ``--repeats``
+runs timed in CPU seconds of the process (``time.process_time``, so other load on a shared
+machine counts for neither):
+
+- ours: every entry's ground truth played through ``EnvTuningEnv`` as model text (one
+  ``<tool_call>`` JSON response per turn, then an ``<answer>``): parsing, safe dispatch,
+  augmentation, per-turn judging and rewards;
+- baseline: the same calls through bfcl-eval's ``execute_multi_turn_func_call`` turn by turn,
+  then ``multi_turn_checker`` for the verdict (what an environment built on bfcl-eval, like the
+  released EnvTuning code, runs); no text parsing at all.
+
+Both sides must score every entry fully. Run:
+``python packages/envtuning/benchmarks/env_replay.py [--repeats 3] [--json out.json]``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+from aworld_rl_core.tooluse.bfcl import MULTI_TURN_CATEGORIES, load_category, version
+from aworld_rl_core.tooluse.bfcl.reference import BfclReference
+from aworld_rl_envtuning.env import EnvTuningEnv
+from aworld_rl_envtuning.replay import replay_ground_truth
+
+
+def ours(entries: list[Any]) -> int:
+    passed = 0
+    for entry in entries:
+        env = EnvTuningEnv(entry)
+        info = replay_ground_truth(env)
+        env.close()
+        passed += info["progress"] == 1.0 and info["format_errors"] == 0
+    return passed
+
+
+def baseline(ref: BfclReference, entries: list[Any]) -> int:
+    passed = 0
+    for entry in entries:
+        ref.execute(entry, entry.ground_truth)
+        passed += ref.multi_turn_valid(entry, entry.ground_truth)
+    return passed
+
+
+def main(argv: list[str] | None = None) -> dict[str, Any]:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--repeats", type=int, default=3, help="runs per side (best kept)")
+    parser.add_argument("--json", type=Path, help="also write the figures to this file")
+    args = parser.parse_args(argv)
+    entries = [e for c in MULTI_TURN_CATEGORIES for e in load_category(c)]
+    with tempfile.TemporaryDirectory() as root:
+        ref = BfclReference(root)
+        best = {"ours": float("inf"), "bfcl_eval": float("inf")}
+        passed = {}
+        for _ in range(args.repeats):
+            for side, fn in (
+                ("ours", lambda: ours(entries)),
+                ("bfcl_eval", lambda: baseline(ref, entries)),
+            ):
+                start = time.process_time()
+                passed[side] = fn()
+                best[side] = min(best[side], time.process_time() - start)
+    if passed != {"ours": len(entries), "bfcl_eval": len(entries)}:
+        raise SystemExit(f"not every entry scored fully: {passed} of {len(entries)}")
+    result = {
+        "bfcl_eval": version(),
+        "entries": len(entries),
+        "ours_episodes_per_cpu_s": len(entries) / best["ours"],
+        "bfcl_eval_episodes_per_cpu_s": len(entries) / best["bfcl_eval"],
+        "ratio": best["bfcl_eval"] / best["ours"],
+    }
+    print(json.dumps(result, indent=2))
+    if args.json:
+        args.json.write_text(json.dumps(result, indent=2) + "\n", encoding="utf-8")
+    return result
+
+
+if __name__ == "__main__":
+    main()

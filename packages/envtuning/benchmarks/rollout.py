@@ -1,0 +1,98 @@
+"""trl-backend rollout throughput on CPU with EnvTuningEnv episodes.
+
+The same process plays the same EnvTuning episodes (BFCL multi-turn entries, compact tool list)
+with core's ``rollout.run_episodes`` and the ``trl`` backend's ``HfGenerator``: all active
+episodes in one ``generate`` call per model turn (what the backend does) vs one episode at a time
+(baseline). Each side keeps its best of ``--repeats``, in CPU seconds of the process and wall
+seconds. Run: ``python packages/envtuning/benchmarks/rollout.py [--episodes 8] [--json out]``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import time
+from pathlib import Path
+from typing import Any
+
+
+def play(model: Any, tokenizer: Any, entry_ids: list[str], args: Any, batch_size: Any) -> dict:
+    import torch
+
+    from aworld_rl_core.backends.hf_generate import HfGenerator
+    from aworld_rl_core.backends.rollout import ChatCodec, RolloutLimits, run_episodes
+    from aworld_rl_envtuning.env import EnvTuningEnv, get_entry
+
+    codec = ChatCodec(tokenizer)
+    generate = HfGenerator(model, pad_id=tokenizer.pad_token_id, stop_ids=[codec.eos_id])
+    envs = [
+        EnvTuningEnv(get_entry(i), tool_docs="compact", max_steps_per_turn=1) for i in entry_ids
+    ]
+    limits = RolloutLimits(
+        max_turns=args.turns,
+        max_new_tokens=args.max_new_tokens,
+        max_response_tokens=args.turns * (args.max_new_tokens + 256),
+    )
+    torch.manual_seed(0)
+    cpu, wall = time.process_time(), time.perf_counter()
+    episodes = run_episodes(
+        envs, [None] * len(envs), generate, codec, limits, batch_size=batch_size
+    )
+    cpu, wall = time.process_time() - cpu, time.perf_counter() - wall
+    for env in envs:
+        env.close()
+    return {
+        "cpu_s": cpu,
+        "wall_s": wall,
+        "episodes": len(episodes),
+        "model_turns": sum(e.turns for e in episodes),
+        "model_tokens": sum(sum(e.env_mask) for e in episodes),
+    }
+
+
+def main(argv: list[str] | None = None) -> dict[str, Any]:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--model", default="tiny:qwen3", help="ModelConfig.name_or_path")
+    parser.add_argument("--episodes", type=int, default=8)
+    parser.add_argument("--turns", type=int, default=3, help="model turns per episode")
+    parser.add_argument("--max-new-tokens", type=int, default=16)
+    parser.add_argument("--repeats", type=int, default=2)
+    parser.add_argument("--json", type=Path)
+    args = parser.parse_args(argv)
+
+    import torch
+
+    from aworld_rl_core.backends.config import ModelConfig
+    from aworld_rl_core.testing.tiny import load_model_and_tokenizer
+    from aworld_rl_envtuning.data import SplitConfig, bfcl_split
+
+    ids = bfcl_split(SplitConfig()).of("train")[:: max(1, 400 // args.episodes)][: args.episodes]
+    model, tokenizer = load_model_and_tokenizer(ModelConfig(name_or_path=args.model))
+    play(model, tokenizer, ids[:1], argparse.Namespace(turns=1, max_new_tokens=2), None)  # warm-up
+    best: dict[str, dict] = {}
+    for _ in range(args.repeats):
+        for side, batch_size in (("batched", None), ("one_at_a_time", 1)):
+            figures = play(model, tokenizer, ids, args, batch_size)
+            if side not in best or figures["cpu_s"] < best[side]["cpu_s"]:
+                best[side] = figures
+    for figures in best.values():
+        figures["episodes_per_cpu_s"] = figures["episodes"] / figures["cpu_s"]
+        figures["model_turns_per_cpu_s"] = figures["model_turns"] / figures["cpu_s"]
+    result = {
+        "model": args.model,
+        "episodes": args.episodes,
+        "turns": args.turns,
+        "max_new_tokens": args.max_new_tokens,
+        "torch_threads": torch.get_num_threads(),
+        **best,
+        "ratio_cpu": best["one_at_a_time"]["cpu_s"] / best["batched"]["cpu_s"],
+        "ratio_wall": best["one_at_a_time"]["wall_s"] / best["batched"]["wall_s"],
+    }
+    print(json.dumps(result, indent=2))
+    if args.json:
+        args.json.write_text(json.dumps(result, indent=2) + "\n", encoding="utf-8")
+    return result
+
+
+if __name__ == "__main__":
+    main()
