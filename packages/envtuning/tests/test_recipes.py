@@ -24,6 +24,12 @@ class TestPlugin(PluginContract):
         ],
         "environments": ["envtuning.bfcl"],
         "datasets": ["envtuning.split"],
+        "rewards": [
+            "envtuning.progress",
+            "envtuning.format",
+            "envtuning.binary",
+            "envtuning.mixed",
+        ],
     }
 
 

@@ -53,3 +53,12 @@ def register_datasets(register):
         "aworld_rl_envtuning.data:split_records",
         help="EnvTuning's split of the 800 BFCL multi-turn entries as tool-use records.",
     )
+
+
+@hookimpl
+def register_rewards(register):
+    mod = "aworld_rl_envtuning.reward_fns"
+    register("envtuning.progress", f"{mod}:progress", help="progress R_P (expected turns)")
+    register("envtuning.format", f"{mod}:stage1_format", help="stage 1: I_tool*(R_format+R_tool)")
+    register("envtuning.binary", f"{mod}:binary", help="1 when every turn passed")
+    register("envtuning.mixed", f"{mod}:mixed", help="direct GRPO: 0.9 R_P + 0.1 R_format")
