@@ -7,8 +7,8 @@ from dataclasses import replace
 from pathlib import Path
 
 import pytest
-from backends.scripted_generation import ScriptedGenerator
-from backends.small_vocab import small_vocab_model_dir
+from scripted_generation import ScriptedGenerator
+from small_vocab import small_vocab_model_dir
 
 from aworld_rl_core.backends import trl_grpo
 from aworld_rl_core.backends.base import TrainJob

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import pytest
-from backends.scripted_generation import ScriptedGenerator
+from scripted_generation import ScriptedGenerator
 
 from aworld_rl_core.backends.rollout import ChatCodec, RolloutLimits, run_episodes
 from aworld_rl_core.env import Step
@@ -28,6 +28,12 @@ def test_codec_renders_prompt_and_observation_suffix(codec):
         "\n<|im_start|>user\n<tool_response>\n42\n</tool_response><|im_end|>\n"
         "<|im_start|>assistant\n"
     )
+
+
+def test_codec_decodes_model_text_keeping_tool_tags(codec):
+    text = '<think>hm</think><tool_call>{"a": 1}</tool_call>'
+    ids = codec.tokenizer.encode(text, add_special_tokens=False)
+    assert codec.decode([*ids, codec.eos_id]) == text  # only the closing end-of-turn is dropped
 
 
 def test_two_turn_episode_tokens_and_env_mask(codec):

@@ -97,8 +97,15 @@ class ChatCodec:
         raise ValueError("could not locate the end of the assistant turn in the rendered template")
 
     def decode(self, ids: Sequence[int]) -> str:
-        """Model text of one turn, without special tokens."""
-        return self.tokenizer.decode(list(ids), skip_special_tokens=True)
+        """Model text of one turn: every token but a closing end-of-turn token.
+
+        Special tokens stay (some tokenizers register ``<tool_call>`` or ``<think>`` as special,
+        and parsers need them).
+        """
+        ids = list(ids)
+        if ids and ids[-1] == self.eos_id:
+            ids.pop()
+        return self.tokenizer.decode(ids, skip_special_tokens=False)
 
 
 @dataclass
