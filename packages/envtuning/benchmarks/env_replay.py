@@ -5,8 +5,9 @@ runs timed in CPU seconds of the process (``time.process_time``, so other load o
 machine counts for neither):
 
 - ours: every entry's ground truth played through ``EnvTuningEnv`` as model text (one
-  ``<tool_call>`` JSON response per turn, then an ``<answer>``): parsing, safe dispatch,
-  augmentation, per-turn judging and rewards;
+  ``<tool_call>`` JSON response per turn, then an ``<answer>``; the texts are prepared before
+  timing): environment set-up, system prompt, parsing, safe dispatch, augmentation, per-turn
+  judging and rewards;
 - baseline: the same calls through bfcl-eval's ``execute_multi_turn_func_call`` turn by turn,
   then ``multi_turn_checker`` for the verdict (what an environment built on bfcl-eval, like the
   released EnvTuning code, runs); no text parsing at all.
@@ -27,16 +28,19 @@ from typing import Any
 from aworld_rl_core.tooluse.bfcl import MULTI_TURN_CATEGORIES, load_category, version
 from aworld_rl_core.tooluse.bfcl.reference import BfclReference
 from aworld_rl_envtuning.env import EnvTuningEnv
-from aworld_rl_envtuning.replay import replay_ground_truth
+from aworld_rl_envtuning.replay import ground_truth_responses
 
 
-def ours(entries: list[Any]) -> int:
+def ours(entries: list[Any], texts: list[list[str]]) -> int:
+    """Play the prepared model texts (what the model would write: not timed as env work)."""
     passed = 0
-    for entry in entries:
+    for entry, responses in zip(entries, texts, strict=True):
         env = EnvTuningEnv(entry)
-        info = replay_ground_truth(env)
+        env.reset()
+        for text in responses:
+            step = env.step(text)
         env.close()
-        passed += info["progress"] == 1.0 and info["format_errors"] == 0
+        passed += step.done and step.info["progress"] == 1.0 and step.info["format_errors"] == 0
     return passed
 
 
@@ -54,13 +58,14 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
     parser.add_argument("--json", type=Path, help="also write the figures to this file")
     args = parser.parse_args(argv)
     entries = [e for c in MULTI_TURN_CATEGORIES for e in load_category(c)]
+    texts = [[t for turn in ground_truth_responses(e) for t in turn] for e in entries]
     with tempfile.TemporaryDirectory() as root:
         ref = BfclReference(root)
         best = {"ours": float("inf"), "bfcl_eval": float("inf")}
         passed = {}
         for _ in range(args.repeats):
             for side, fn in (
-                ("ours", lambda: ours(entries)),
+                ("ours", lambda: ours(entries, texts)),
                 ("bfcl_eval", lambda: baseline(ref, entries)),
             ):
                 start = time.process_time()

@@ -20,6 +20,7 @@ The first matching hint wins; ``load_hint_pack`` reads packs (the default ships 
 
 from __future__ import annotations
 
+import functools
 import json
 import re
 from collections.abc import Iterable, Mapping, Sequence
@@ -173,23 +174,39 @@ class HintPack:
 
 
 def load_hint_pack(source: str | Path = DEFAULT_PACK) -> HintPack:
-    """A hint pack by name (``"default"``, shipped with the package) or from a YAML/JSON file."""
-    import yaml
+    """A hint pack by name (``"default"``, shipped with the package) or from a YAML/JSON file.
 
+    Packs are immutable, so each is parsed once per process (files again when they change).
+    """
     if isinstance(source, str) and not source.endswith((".yaml", ".yml", ".json")):
-        resource = resources.files("aworld_rl_envtuning") / "hints" / f"{source}.yaml"
-        if not resource.is_file():
-            raise HintPackError(
-                f"no shipped hint pack {source!r} (shipped: {', '.join(shipped_packs())}); "
-                "pass a .yaml/.json file path for your own"
-            )
-        return HintPack.from_dict(yaml.safe_load(resource.read_text("utf-8")), source=source)
+        return _shipped_pack(source)
     path = Path(source)
     if not path.is_file():
         raise HintPackError(f"hint pack file '{path}' does not exist")
-    text = path.read_text(encoding="utf-8")
-    data = json.loads(text) if path.suffix == ".json" else yaml.safe_load(text)
-    return HintPack.from_dict(data, source=str(path))
+    stat = path.stat()
+    return _file_pack(str(path.resolve()), stat.st_mtime_ns, stat.st_size)
+
+
+@functools.lru_cache(maxsize=8)
+def _shipped_pack(name: str) -> HintPack:
+    import yaml
+
+    resource = resources.files("aworld_rl_envtuning") / "hints" / f"{name}.yaml"
+    if not resource.is_file():
+        raise HintPackError(
+            f"no shipped hint pack {name!r} (shipped: {', '.join(shipped_packs())}); "
+            "pass a .yaml/.json file path for your own"
+        )
+    return HintPack.from_dict(yaml.safe_load(resource.read_text("utf-8")), source=name)
+
+
+@functools.lru_cache(maxsize=32)
+def _file_pack(path: str, mtime_ns: int, size: int) -> HintPack:
+    import yaml
+
+    text = Path(path).read_text(encoding="utf-8")
+    data = json.loads(text) if path.endswith(".json") else yaml.safe_load(text)
+    return HintPack.from_dict(data, source=path)
 
 
 def load_hint_packs(sources: Sequence[str | Path]) -> HintPack:
