@@ -186,3 +186,44 @@ def test_augment_writes_a_loadable_hint_pack(tmp_path, aworld_home):
     assert hint.hint == "cd accepts one folder name per call."
     error = '{"error": "cd: x/y: Unsupported path. Only one folder level at a time is supported."}'
     assert hint.applies("GorillaFileSystem", "cd", error)
+
+
+def test_paper_preset_dry_run_writes_verl_launches(tmp_path, aworld_home):
+    """The paper preset on verl without GPUs: each stage's launch is written, nothing runs."""
+    entry = plugins.get_recipe("envtuning.curriculum")
+    cfg = load_config(
+        entry.config_cls(),
+        preset="paper",
+        presets=entry.presets,
+        overrides=[
+            "trainer.verl.dry_run=true",
+            "trainer.verl.resolve_config=false",
+            "evaluation.entries_per_category=-1",
+            "data.max_train_entries=2",
+        ],
+    )
+    _, run = execute(
+        "envtuning.curriculum", entry.run_fn(), cfg, output_dir=tmp_path / "run", quiet=True
+    )
+    launches = {
+        p.parent.parent.name: json.loads(p.read_text())["overrides"]
+        for p in run.dir.glob("stages/*/round-0/verl_launch.json")
+    }
+    assert sorted(launches) == ["1-syntax", "2-hints", "3-hard", "4-independent"]
+    hard = launches["3-hard"]
+    for expected in (
+        "data.train_batch_size=32",
+        "data.max_response_length=24576",
+        "actor_rollout_ref.actor.optim.lr=1e-06",
+        "actor_rollout_ref.actor.kl_loss_coef=0.1",
+        "actor_rollout_ref.actor.kl_loss_type=low_var_kl",
+        "actor_rollout_ref.actor.clip_ratio_low=0.2",
+        "actor_rollout_ref.actor.clip_ratio_high=0.28",
+        "actor_rollout_ref.actor.clip_ratio_c=10.0",
+        "actor_rollout_ref.actor.entropy_coeff=0.001",
+        "actor_rollout_ref.rollout.n=16",
+        "trainer.n_gpus_per_node=8",
+    ):
+        assert expected in hard
+    assert "data.train_batch_size=16" in launches["1-syntax"]
+    assert "data.max_response_length=10000" in launches["1-syntax"]

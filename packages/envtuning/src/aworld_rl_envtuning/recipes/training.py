@@ -134,6 +134,12 @@ def run_stage(
             result = backend.train(job)
         finally:
             sub.close()
+        if getattr(trainer, "backend", "") == "verl" and trainer.verl.dry_run:
+            run.add_section(
+                f"Stage {stage.name}: verl dry run",
+                f"Launch written under `{folder}`; nothing trained (trainer.verl.dry_run).\n",
+            )
+            return rounds
         if not result.checkpoints:
             raise RuntimeError(f"stage {stage.name} round {r}: the backend saved no checkpoint")
         checkpoint = str(result.checkpoints[-1])
