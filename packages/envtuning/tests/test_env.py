@@ -181,3 +181,10 @@ def test_step_is_a_step_instance(helpers):
     env = make_env("multi_turn_long_context_0", augmentation=False)
     env.reset()
     assert isinstance(env.step(helpers.ANSWER), Step)
+
+
+def test_reset_checks_the_row_entry():
+    env = make_env("multi_turn_base_0")
+    assert env.reset({"entry_id": "multi_turn_base_0"})[1]["role"] == "user"
+    with pytest.raises(ValueError, match="plays multi_turn_base_0, not multi_turn_base_1"):
+        env.reset({"entry_id": "multi_turn_base_1"})

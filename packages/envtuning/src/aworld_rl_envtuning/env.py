@@ -87,9 +87,15 @@ class EnvTuningEnv:
     # -- protocol ------------------------------------------------------------------------------
 
     def reset(self, task: Mapping[str, Any] | None = None) -> list[Message]:
-        """Opening messages: the system prompt with the first turn's tools, the first user turn."""
+        """Opening messages: the system prompt with the first turn's tools, the first user turn.
+
+        ``task`` (a training row) may name its ``entry_id``; it must be this environment's.
+        """
         from aworld_rl_core.tooluse.bfcl import MultiTurnEpisode
 
+        asked = task.get("entry_id") if isinstance(task, Mapping) else None
+        if asked is not None and asked != self.entry.id:
+            raise ValueError(f"this environment plays {self.entry.id}, not {asked}")
         self.close()
         self._episode = MultiTurnEpisode(self.entry)
         self._owners = method_owners(self._episode.instances)
