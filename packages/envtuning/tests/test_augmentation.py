@@ -140,3 +140,13 @@ def test_bad_packs_are_clear_errors(tmp_path):
     bad.write_text(json.dumps({"hints": [{"id": "a", "hint": "b", "match": "c", "klass": "X"}]}))
     with pytest.raises(HintPackError, match="unknown keys"):
         load_hint_pack(bad)
+
+
+def test_default_pack_on_directory_operations(apis):
+    dispatcher, owners = apis
+    made, cat_dir = dispatcher.execute(
+        [Call("mkdir", {"dir_name": "d"}), Call("cat", {"file_name": "d"})]
+    )
+    assert made.ok and cat_dir.is_error
+    hint = load_hint_pack().lookup(owners["cat"], "cat", cat_dir.text)
+    assert hint.id == "fs-is-directory", cat_dir.text
