@@ -73,3 +73,25 @@ def test_ground_truth_agent_scores_100_and_garbage_scores_0(entries, tmp_path):
         ]
     ]
     assert "| average | 50.00 |" in accuracy_table(metrics)
+
+
+def test_result_files_agree_with_bfcl_evals_own_checker(tmp_path):
+    """The calls we write per turn get the same verdict from bfcl-eval's multi_turn_checker."""
+    from aworld_rl_core.tooluse.bfcl.reference import BfclReference
+    from aworld_rl_envtuning.evaluate import GroundTruthAgent
+
+    entries = [
+        e for c in ("multi_turn_base", "multi_turn_miss_param") for e in load_category(c, limit=10)
+    ]
+    outcomes = evaluate(GroundTruthAgent(), entries)
+    ref = BfclReference(tmp_path / "bfcl")
+    for entry, outcome in zip(entries, outcomes, strict=True):
+        flat = [[c for step in turn for c in step] for turn in outcome.info["calls_per_turn"]]
+        assert outcome.valid and ref.multi_turn_valid(entry, flat), entry.id
+        # drop the last turn's calls: both judges must now reject the entry
+        if flat[-1]:
+            broken = [*flat[:-1], []]
+            from aworld_rl_core.tooluse.bfcl import judge_multi_turn
+
+            assert not judge_multi_turn(entry, broken).valid
+            assert not ref.multi_turn_valid(entry, broken)

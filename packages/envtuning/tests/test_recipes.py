@@ -227,3 +227,16 @@ def test_paper_preset_dry_run_writes_verl_launches(tmp_path, aworld_home):
         assert expected in hard
     assert "data.train_batch_size=16" in launches["1-syntax"]
     assert "data.max_response_length=10000" in launches["1-syntax"]
+
+
+def test_ground_truth_agent_scores_100_on_all_800(tmp_path, aworld_home):
+    entry = plugins.get_recipe("envtuning.eval")
+    cfg = load_config(entry.config_cls(), preset="ground-truth", presets=entry.presets)
+    result, run = execute(
+        "envtuning.eval", entry.run_fn(), cfg, output_dir=tmp_path / "run", quiet=True
+    )
+    assert result.metrics["entries"] == 800.0
+    for category in ("base", "miss_func", "miss_param", "long_context"):
+        assert result.metrics[f"accuracy/multi_turn_{category}"] == 1.0
+    assert result.metrics["accuracy/average"] == 1.0
+    assert (run.dir / "accuracy.png").is_file()

@@ -53,6 +53,30 @@ async def play(
         env.close()
 
 
+class GroundTruthAgent:
+    """An agent that writes each entry's ground truth in the protocol (a pipeline check: every
+    entry must score 100%). ``for_entry`` gives the per-episode script."""
+
+    def __init__(self, think_tag: str = "think") -> None:
+        self.think_tag = think_tag
+
+    def for_entry(self, entry: BfclEntry) -> _Script:
+        from aworld_rl_envtuning.replay import ground_truth_responses
+
+        turns = ground_truth_responses(entry, think_tag=self.think_tag)
+        return _Script([text for turn in turns for text in turn])
+
+
+class _Script:
+    def __init__(self, texts: list[str]) -> None:
+        self.texts = iter(texts)
+
+    async def chat(self, messages: Any, **_: Any) -> Any:
+        from aworld_rl_core.llm import Completion
+
+        return Completion(text=next(self.texts, ""), model="ground-truth")
+
+
 def judge(entry: BfclEntry, info: Mapping[str, Any]) -> tuple[bool, str]:
     """BFCL's multi-turn verdict on the calls the episode made (core's judge)."""
     from aworld_rl_core.tooluse.bfcl import judge_multi_turn
@@ -75,8 +99,9 @@ async def evaluate_async(
     gate = asyncio.Semaphore(max(1, concurrency))
 
     async def one(entry: BfclEntry) -> EpisodeOutcome:
+        agent = client.for_entry(entry) if hasattr(client, "for_entry") else client
         async with gate:
-            info, messages = await play(client, EnvTuningEnv(entry, **options), sampling=sampling)
+            info, messages = await play(agent, EnvTuningEnv(entry, **options), sampling=sampling)
         valid, error_type = judge(entry, info)
         outcome = EpisodeOutcome(
             entry.id, entry.category, valid, float(info["progress"]), error_type, info, messages

@@ -45,6 +45,10 @@ class EvalEnvConfig:
 class EvalConfig:
     """BFCL multi-turn evaluation."""
 
+    agent: Literal["llm", "ground_truth"] = field(
+        default="llm",
+        metadata=_help("llm: the model in `llm`; ground_truth: BFCL's answers (a 100% check)"),
+    )
     llm: LLMConfig = field(
         default_factory=lambda: LLMConfig(temperature=0.0, max_tokens=4096),
         metadata=_help("the agent (tiny:<arch> as a local model name builds core's tiny model)"),
@@ -87,6 +91,7 @@ def run_evaluation(
     concurrency: int,
     out_dir: Path,
     run: Run,
+    ground_truth: bool = False,
 ) -> tuple[dict[str, float], dict[str, Path]]:
     """Evaluate, write result files and the report sections; (metrics, output files)."""
     from aworld_rl_core.llm import make_client
@@ -100,12 +105,19 @@ def run_evaluation(
     )
     from aworld_rl_envtuning.recipes.training import local_model_path
 
-    if llm.provider == "local":
-        llm = replace(llm, model=local_model_path(llm.model))
+    if ground_truth:
+        from aworld_rl_envtuning.evaluate import GroundTruthAgent
+
+        client: Any = GroundTruthAgent(env_options.get("think_tag", "think"))
+        label = "ground-truth"
+    else:
+        if llm.provider == "local":
+            llm = replace(llm, model=local_model_path(llm.model))
+        client, label = make_client(llm), Path(llm.model).name or "model"
     entries = [get_entry(i) for i in entry_ids]
     bar = iter(run.progress(range(len(entries)), total=len(entries), desc="BFCL episodes"))
     outcomes = evaluate(
-        make_client(llm),
+        client,
         entries,
         env_options=env_options,
         concurrency=concurrency,
@@ -115,7 +127,7 @@ def run_evaluation(
         pass
     metrics = summarize(outcomes)
     out_dir.mkdir(parents=True, exist_ok=True)
-    files = write_bfcl_results(outcomes, out_dir / "result", Path(llm.model).name or "model")
+    files = write_bfcl_results(outcomes, out_dir / "result", label)
     detail = out_dir / "outcomes.jsonl"
     with detail.open("w", encoding="utf-8") as handle:
         for o in outcomes:
@@ -196,6 +208,12 @@ def run(cfg: EvalConfig, run: Run) -> RunResult:
         "think_tag": cfg.env.think_tag,
     }
     metrics, outputs = run_evaluation(
-        cfg.llm, ids, options, concurrency=cfg.concurrency, out_dir=run.dir, run=run
+        cfg.llm,
+        ids,
+        options,
+        concurrency=cfg.concurrency,
+        out_dir=run.dir,
+        run=run,
+        ground_truth=cfg.agent == "ground_truth",
     )
     return RunResult(metrics=metrics, outputs=outputs)
