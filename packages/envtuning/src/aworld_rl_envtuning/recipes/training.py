@@ -81,8 +81,8 @@ def validate_model(
     options = env.options(
         reward="progress", augmentation=False, prompt_style=style, max_steps=cfg.max_steps_per_turn
     )
-    options.pop("hint_packs")
-    options["reward"] = None
+    for unused in ("hint_packs", "reward"):  # no hints; the default reward is not used here
+        options.pop(unused)
     outcomes = evaluate(
         make_client(llm),
         [get_entry(i) for i in entry_ids],
@@ -111,7 +111,8 @@ def run_stage(
     from aworld_rl_core.plugins import get_trainer
     from aworld_rl_core.recipe import Run
 
-    rows = training_rows(records_for(stage_entry_ids(stage, split, data), "train", **_rec(env)))
+    ids = stage_entry_ids(stage, split, data)
+    rows = training_rows(records_for(ids, "train", **_record_options(env)))
     val_ids = validation_ids(split, validation.entries_per_category)
     max_rounds = stage.max_rounds(len(rows))
     rounds = state.rounds.setdefault(stage.name, [])
@@ -169,7 +170,7 @@ def run_stage(
     return rounds
 
 
-def _rec(env: EnvConfig) -> dict[str, Any]:
+def _record_options(env: EnvConfig) -> dict[str, Any]:
     """Options of the record's opening messages (the prompt the policy sees first)."""
     return {"tool_docs": env.tool_docs, "think_tag": env.think_tag}
 
