@@ -1,19 +1,26 @@
-"""Tool calls as data: parse BFCL's python call lists and JSON call lists without evaluating them.
+r"""Tool calls as data: parse BFCL's python call lists and JSON call lists without evaluating them.
 
-Model text is never evaluated. ``parse_python_calls`` walks the ``ast`` of the text and accepts
-literal arguments only (str, int, float incl. negative, bool, None, list, tuple, dict, nested);
-anything else (names, attribute access on values, lambdas, comprehensions, f-strings, operators,
-starred or ``**`` arguments, dunder names) raises :class:`ToolCallParseError` with the reason.
-Size limits bound the text length, the nesting depth and the number of literal nodes.
+Model text is never evaluated. ``parse_python_calls`` accepts literal arguments only (str, int,
+float incl. negative, bool, None, list, tuple, dict, nested); anything else (names, attribute
+access on values, lambdas, comprehensions, f-strings, operators, starred or ``**`` arguments,
+dunder names) raises :class:`ToolCallParseError` with the reason. Size limits bound the text
+length, the nesting depth and the number of literal nodes.
+
+Two readers give the same results: a token scanner for the common plain form (``[f(a=1,
+b='x')]``: unprefixed strings whose only escapes are ``\\ \' \" \n \t \r \xHH \uHHHH``, decimal
+numbers, ASCII names, no comments) that returns ``None`` on anything else or on any limit, and
+the reference reader that walks Python's ``ast`` (which then decides, with its exact errors).
+The scanner skips ``ast.parse``, which is most of the cost of reading a short call list.
 """
 
 from __future__ import annotations
 
 import ast
 import json
+import keyword
 import math
 import re
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any
 
@@ -97,6 +104,19 @@ def parse_python_calls(
     source = text.strip()
     if not source:
         raise ToolCallParseError("call text is empty; expected a list such as [f(a=1)]")
+    calls = _scan_calls(source, limits)
+    if calls is None:
+        calls = _calls_from_ast(source, limits)
+    if signatures:
+        calls = [
+            bind_positional(c, signatures[c.name]) if c.positional and c.name in signatures else c
+            for c in calls
+        ]
+    return calls
+
+
+def _calls_from_ast(source: str, limits: ParseLimits) -> list[Call]:
+    """The reference reader: Python's ``ast`` of the stripped text, literals only."""
     try:
         tree = ast.parse(source, mode="eval")
     except (SyntaxError, ValueError, RecursionError, MemoryError) as exc:
@@ -114,13 +134,7 @@ def parse_python_calls(
     if len(nodes) > limits.max_calls:
         raise ToolCallParseError(f"{len(nodes)} calls, over the limit of {limits.max_calls}")
     budget = _Budget(limits)
-    calls = [_call_from_node(node, budget) for node in nodes]
-    if signatures:
-        calls = [
-            bind_positional(c, signatures[c.name]) if c.positional and c.name in signatures else c
-            for c in calls
-        ]
-    return calls
+    return [_call_from_node(node, budget) for node in nodes]
 
 
 class _Budget:
@@ -240,6 +254,182 @@ def _snippet(node: ast.AST, width: int = 60) -> str:
     except Exception:  # ast.unparse of odd trees; the snippet is only for the message
         text = type(node).__name__
     return text if len(text) <= width else text[: width - 3] + "..."
+
+
+# ---------------------------------------------------------------------------------------------
+# Token scanner for plain call lists (same results as the ast reader, or None)
+# ---------------------------------------------------------------------------------------------
+
+# A number as Python writes it without underscores, prefixes or imaginary parts, with its sign.
+_NUMBER = (
+    r"[-+]?(?:[0-9]+\.[0-9]*(?:[eE][-+]?[0-9]+)?|\.[0-9]+(?:[eE][-+]?[0-9]+)?"
+    r"|[0-9]+[eE][-+]?[0-9]+|0|[1-9][0-9]*)"
+)
+# A string without prefix, line break or control character, whose only escapes are \\ \' \" \n
+# \t \r \xHH \uHHHH: its text, with those escapes replaced, is its value.
+_PLAIN = r"[^{q}\\\x00-\x08\x0a-\x1f\x7f-\x9f\ud800-\udfff]*"
+_ESCAPES = r"\\(?:[\\'\"ntr]|x[0-9a-fA-F]{{2}}|u[0-9a-fA-F]{{4}})"
+_QUOTED = "{q}" + _PLAIN + "(?:" + _ESCAPES + _PLAIN + ")*{q}"
+_STRING = _QUOTED.format(q="'") + "|" + _QUOTED.format(q='"')
+_ESCAPE = re.compile(r"\\(x..|u....|.)")
+_ESCAPED = {"\\": "\\", "'": "'", '"': '"', "n": "\n", "t": "\t", "r": "\r"}
+_NAME = r"[A-Za-z_][A-Za-z0-9_]*(?:\.[A-Za-z_][A-Za-z0-9_]*)*"
+# Each match is one token; any other character matches the bare ``.`` and yields "".
+_TOKEN = re.compile(
+    r"[ \t\n]*(?:(" + "|".join((_NUMBER, _STRING, _NAME, r"[\[\](){}:,=]")) + r")|.)", re.DOTALL
+)
+_END = "\x00"  # appended after the last token; no grammar rule accepts it
+_STR, _NUM, _IDENT = 1, 2, 3
+_KIND = {
+    **{c: _STR for c in "'\""},
+    **{c: _NUM for c in "0123456789-+."},
+    **{c: _IDENT for c in "_abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ"},
+}
+_CONSTANTS = {"True": True, "False": False, "None": None}
+_KEYWORDS = frozenset(keyword.kwlist)
+
+
+class _NotPlain(Exception):
+    """The text leaves the scanner's subset; the ast reader decides."""
+
+
+def _scan_calls(source: str, limits: ParseLimits) -> list[Call] | None:
+    """Calls of a plain ``[f(a=1), g('x')]`` or ``f(a=1)`` text; ``None`` when not plain.
+
+    Accepts only texts that the ast reader accepts, with equal results (a limit reached or a
+    doubt also gives ``None``).
+    """
+    tokens = _TOKEN.findall(source)
+    if "" in tokens:
+        return None
+    tokens.append(_END)
+    it = iter(tokens)
+    budget = [limits.max_nodes, limits.max_depth]
+    first = next(it)
+    try:
+        if first == "[":
+            calls: list[Call] = []
+            token = next(it)
+            while token != "]":
+                calls.append(_scan_call(token, it, budget))
+                token = next(it)
+                if token == ",":
+                    token = next(it)
+                elif token != "]":
+                    return None
+            if len(calls) > limits.max_calls:
+                return None
+        elif source.startswith("(", len(first)):  # a bare call: no line break before "("
+            calls = [_scan_call(first, it, budget)]
+        else:
+            return None
+        if next(it) != _END:
+            return None
+    except (_NotPlain, TypeError):  # TypeError: an unhashable dict key
+        return None
+    return calls
+
+
+def _scan_call(name: str, it: Iterator[str], budget: list[int]) -> Call:
+    if (
+        _KIND.get(name[0]) != _IDENT
+        or "__" in name
+        or next(it) != "("
+        or any(part in _KEYWORDS for part in name.split("."))
+    ):
+        raise _NotPlain
+    positional: list[Any] = []
+    arguments: dict[str, Any] = {}
+    token = next(it)
+    while token != ")":
+        if token in _CONSTANTS or _KIND.get(token[0]) != _IDENT:
+            if arguments:  # a positional argument after a keyword argument
+                raise _NotPlain
+            positional.append(_scan_value(token, it, 1, budget))
+        elif (
+            next(it) != "="
+            or token in arguments
+            or token in _KEYWORDS
+            or "." in token
+            or token.startswith("__")
+        ):
+            raise _NotPlain
+        else:
+            arguments[token] = _scan_value(next(it), it, 1, budget)
+        token = next(it)
+        if token == ",":
+            token = next(it)
+        elif token != ")":
+            raise _NotPlain
+    return Call(name, arguments, tuple(positional))
+
+
+def _unescape(match: re.Match[str]) -> str:
+    code = match[1]
+    return _ESCAPED[code] if len(code) == 1 else chr(int(code[1:], 16))
+
+
+def _scan_value(token: str, it: Iterator[str], depth: int, budget: list[int]) -> Any:
+    """One literal starting at ``token``; counts nodes and depth as ``_literal`` does."""
+    budget[0] -= 1
+    if budget[0] < 0 or depth > budget[1]:
+        raise _NotPlain
+    kind = _KIND.get(token[0])
+    if kind == _STR:
+        text = token[1:-1]
+        return _ESCAPE.sub(_unescape, text) if "\\" in text else text
+    if kind == _NUM:
+        if len(token) > 40:  # leave long digit strings (int digit limits) to the ast reader
+            raise _NotPlain
+        if "." in token or "e" in token or "E" in token:
+            return float(token)
+        return int(token)
+    if kind == _IDENT:
+        if token in _CONSTANTS:
+            return _CONSTANTS[token]
+        raise _NotPlain
+    if token == "[":
+        items: list[Any] = []
+        token = next(it)
+        while token != "]":
+            items.append(_scan_value(token, it, depth + 1, budget))
+            token = next(it)
+            if token == ",":
+                token = next(it)
+            elif token != "]":
+                raise _NotPlain
+        return items
+    if token == "(":
+        elements: list[Any] = []
+        comma = False
+        token = next(it)
+        while token != ")":
+            elements.append(_scan_value(token, it, depth + 1, budget))
+            token = next(it)
+            if token == ",":
+                comma = True
+                token = next(it)
+            elif token != ")":
+                raise _NotPlain
+        if len(elements) == 1 and not comma:  # "(x)" is x, not a tuple
+            raise _NotPlain
+        return tuple(elements)
+    if token == "{":
+        out: dict[Any, Any] = {}
+        token = next(it)
+        while token != "}":
+            key = _scan_value(token, it, depth + 1, budget)
+            if type(key) is list or type(key) is dict or next(it) != ":":
+                raise _NotPlain
+            hash(key)
+            out[key] = _scan_value(next(it), it, depth + 1, budget)
+            token = next(it)
+            if token == ",":
+                token = next(it)
+            elif token != "}":
+                raise _NotPlain
+        return out
+    raise _NotPlain
 
 
 # ---------------------------------------------------------------------------------------------
