@@ -1,5 +1,7 @@
 """EnvTuningEnv: protocol, hand-computed episodes, augmentation switch, ground-truth replay."""
 
+import json
+
 import pytest
 
 from aworld_rl_core.env import Step
@@ -188,3 +190,41 @@ def test_reset_checks_the_row_entry():
     assert env.reset({"entry_id": "multi_turn_base_0"})[1]["role"] == "user"
     with pytest.raises(ValueError, match="plays multi_turn_base_0, not multi_turn_base_1"):
         env.reset({"entry_id": "multi_turn_base_1"})
+
+
+def _results(step):
+    """The result strings listed in a tool observation."""
+    line = next(x for x in step.observation[0]["content"].splitlines() if x.startswith("Exec"))
+    return json.loads(line.removeprefix("Execution results: "))
+
+
+def test_augmentation_changes_what_the_model_reads_not_the_outcome(helpers):
+    """Same responses with hints on and off: same turn scores, rewards and API state; the
+    result texts differ only by the appended hints."""
+    entry = get_entry("multi_turn_base_0")
+    texts = [
+        helpers.call("cd", folder="document/temp"),
+        helpers.call("cat", file_name="nothere.txt"),
+        helpers.calls(*TURN0),
+        helpers.ANSWER,
+        helpers.call("grep", file_name="final_report.pdf", pattern="budget analysis"),
+        helpers.ANSWER,
+    ]
+    runs = {}
+    for flag in (True, False):
+        env = EnvTuningEnv(entry, augmentation=flag)
+        env.reset()
+        steps = [env.step(t) for t in texts]
+        fs = env._episode.instances["GorillaFileSystem"]
+        runs[flag] = (steps, list(env.stats.turn_scores), str(fs._current_dir.name))
+    (on, scores_on, cwd_on), (off, scores_off, cwd_off) = runs[True], runs[False]
+    # the failed calls changed nothing: turn 0 passes; turn 1 greps in the wrong folder
+    assert scores_on == scores_off == [1.0, 0.0]
+    assert cwd_on == cwd_off == "document"
+    assert [s.reward for s in on] == [s.reward for s in off]
+    hinted = 0
+    for index in (0, 1, 2, 4):
+        for a, b in zip(_results(on[index]), _results(off[index]), strict=True):
+            assert a.split("\nHint: ")[0] == b and "Hint:" not in b
+            hinted += "\nHint: " in a
+    assert hinted == 3  # the nested path, the missing file, the grep in the wrong folder
