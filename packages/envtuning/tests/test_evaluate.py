@@ -95,3 +95,37 @@ def test_result_files_agree_with_bfcl_evals_own_checker(tmp_path):
 
             assert not judge_multi_turn(entry, broken).valid
             assert not ref.multi_turn_valid(entry, broken)
+
+
+def test_a_failing_endpoint_fails_its_entries_only(entries):
+    from aworld_rl_core.llm import RetryPolicy
+    from aworld_rl_core.testing.llm_server import Fault
+    from aworld_rl_envtuning.env import EnvTuningEnv
+
+    good = oracle(entries)
+    broken = set()
+    for entry in entries:
+        if entry.category == "multi_turn_miss_func":
+            opening = EnvTuningEnv(entry).reset()
+            broken.add((opening[0]["content"], opening[1]["content"]))
+
+    def reply(body):
+        messages = body["messages"]
+        if (messages[0]["content"], messages[1]["content"]) in broken:
+            return Fault.error(500)
+        return good(body)
+
+    with ScriptedLLMServer(reply) as server:
+        client = OpenAIClient(
+            base_url=server.base_url,
+            model=server.model,
+            api_key_env=None,
+            retry=RetryPolicy(max_retries=0),
+        )
+        outcomes = evaluate(client, entries, concurrency=4)
+    by_category = {}
+    for o in outcomes:
+        by_category.setdefault(o.category, []).append(o)
+    assert all(o.valid for o in by_category["multi_turn_base"])
+    failed = by_category["multi_turn_miss_func"]
+    assert all(not o.valid and o.error_type.startswith("llm_error: LLMHTTPError") for o in failed)

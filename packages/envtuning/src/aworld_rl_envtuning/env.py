@@ -189,7 +189,7 @@ class EnvTuningEnv:
         if self._episode.done:
             self._done = True
             reward = self._reward_increment()
-            return Step(observation=[], reward=reward, done=True, info=self._final_info())
+            return Step(observation=[], reward=reward, done=True, info=self.final_info())
         self.calls_per_turn.append([])
         messages = [dict(m) for m in self._episode.user_messages()]
         if self._warn_next and messages:
@@ -211,7 +211,8 @@ class EnvTuningEnv:
         """Progress so far, over the expected turns."""
         return progress_reward(self.stats, "expected")
 
-    def _final_info(self) -> dict[str, Any]:
+    def final_info(self) -> dict[str, Any]:
+        """What the episode did so far (the ``info`` of the last step)."""
         stats = self.stats
         return {
             "entry_id": self.entry.id,

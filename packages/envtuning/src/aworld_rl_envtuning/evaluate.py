@@ -16,6 +16,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from aworld_rl_core.llm.errors import LLMError
 from aworld_rl_envtuning.env import EnvTuningEnv
 
 if TYPE_CHECKING:
@@ -100,9 +101,14 @@ async def evaluate_async(
 
     async def one(entry: BfclEntry) -> EpisodeOutcome:
         agent = client.for_entry(entry) if hasattr(client, "for_entry") else client
-        async with gate:
-            info, messages = await play(agent, EnvTuningEnv(entry, **options), sampling=sampling)
-        valid, error_type = judge(entry, info)
+        env = EnvTuningEnv(entry, **options)
+        try:
+            async with gate:
+                info, messages = await play(agent, env, sampling=sampling)
+            valid, error_type = judge(entry, info)
+        except LLMError as exc:  # the entry fails, as a model that gave no answer does in BFCL
+            info, messages = env.final_info(), []
+            valid, error_type = False, f"llm_error: {type(exc).__name__}: {exc}"[:300]
         outcome = EpisodeOutcome(
             entry.id, entry.category, valid, float(info["progress"]), error_type, info, messages
         )
