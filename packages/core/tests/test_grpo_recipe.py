@@ -19,7 +19,7 @@ def test_presets_load():
     assert tiny.model.name_or_path == "tiny:qwen3" and tiny.trainer.backend == "trl"
     assert (tiny.trainer.max_steps, tiny.trainer.rl.group_size, tiny.env.turns) == (3, 4, 2)
     learn = load_config(GrpoRecipeConfig, preset="learn-cpu", presets=PRESETS)
-    assert learn.trainer.max_steps == 30 and learn.trainer.save_steps == 10
+    assert learn.trainer.max_steps == 15 and learn.trainer.save_steps == 5
     with pytest.raises(ConfigError):
         load_config(GrpoRecipeConfig, preset="tiny-cpu", presets=PRESETS, overrides=["env.turn=3"])
 

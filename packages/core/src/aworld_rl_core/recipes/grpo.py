@@ -26,8 +26,8 @@ def _help(text: str) -> dict[str, str]:
 def _toy_trainer() -> TrainerConfig:
     """Settings under which the tiny random model visibly learns the toy game."""
     return TrainerConfig(
-        learning_rate=1e-2,
-        max_steps=30,
+        learning_rate=0.1,  # high for a random model: it must move off a uniform 151k softmax
+        max_steps=15,
         batch_size=4,
         micro_batch_size=16,
         seed=0,
