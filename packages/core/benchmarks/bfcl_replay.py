@@ -8,9 +8,12 @@ this process (``time.process_time``) so that other load on a shared machine coun
 2. execution + judging: ``judge_multi_turn`` vs ``multi_turn_checker`` (+ its irrelevance
    checker) on the ground truths; the verdicts must be identical;
 3. single-turn judging: every python single-turn possible answer rendered as model output,
-   ``judge_single_turn`` vs bfcl-eval's decoder + ``ast_checker``; identical verdicts;
-4. the AST check alone on already-decoded calls (both sides spend most of step 3 in Python's
-   ``ast.parse``, which neither can avoid);
+   ``judge_single_turn`` vs bfcl-eval's decoder + ``ast_checker``; identical verdicts. Ours reads
+   these plain call lists with its token scanner; bfcl-eval spends most of its time in Python's
+   ``ast.parse``;
+3b. the same outputs with a trailing ``# comment``, which our scanner leaves to its ``ast``
+   reader (the worst case for us: scanning first, then ``ast.parse`` as bfcl-eval does);
+4. the AST check alone on already-decoded calls;
 5. memory still allocated after one execution pass (tracemalloc).
 
 Run: ``python packages/core/benchmarks/bfcl_replay.py [--repeats 5] [--json out.json]``.
@@ -153,6 +156,14 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
         args.repeats,
     )
 
+    # 3b. outputs that our scanner leaves to the ast reader
+    commented = [(e, t + "  # done") for e, t in pairs]
+    t_ours_fb, t_bfcl_fb, ours_fb, bfcl_fb = paired(
+        lambda: [judge_single_turn(e, t).valid for e, t in commented],
+        lambda: [ref.single_turn_valid(e, t) for e, t in commented],
+        args.repeats,
+    )
+
     from aworld_rl_core.tooluse.bfcl.ast_checker import ast_check
     from aworld_rl_core.tooluse.bfcl.judges import decode_single_turn
 
@@ -185,6 +196,12 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
             t_ours_ast,
             t_bfcl_ast,
             ours_ast == bfcl_ast,
+        ),
+        "  same + comment (ours: ast reader)": (
+            len(single),
+            t_ours_fb,
+            t_bfcl_fb,
+            ours_fb == bfcl_fb == ours_ast,
         ),
         "  of which the AST check alone": (
             len(single),

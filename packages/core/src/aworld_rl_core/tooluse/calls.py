@@ -143,17 +143,18 @@ class _Budget:
     def __init__(self, limits: ParseLimits) -> None:
         self.limits = limits
         self.nodes = 0
+        self.max_nodes = limits.max_nodes
+        self.max_depth = limits.max_depth
 
     def spend(self, depth: int) -> None:
         self.nodes += 1
-        if self.nodes > self.limits.max_nodes:
-            raise ToolCallParseError(
-                f"arguments hold more than {self.limits.max_nodes} literal values"
-            )
-        if depth > self.limits.max_depth:
-            raise ToolCallParseError(
-                f"arguments nest deeper than the limit of {self.limits.max_depth}"
-            )
+        if self.nodes > self.max_nodes or depth > self.max_depth:
+            self.fail(depth)
+
+    def fail(self, depth: int) -> None:
+        if self.nodes > self.max_nodes:
+            raise ToolCallParseError(f"arguments hold more than {self.max_nodes} literal values")
+        raise ToolCallParseError(f"arguments nest deeper than the limit of {self.max_depth}")
 
 
 def _call_from_node(node: ast.expr, budget: _Budget) -> Call:
@@ -196,16 +197,21 @@ def _dotted_name(func: ast.expr) -> str:
 def _check_name(name: str) -> None:
     segments = name.split(".")
     for seg in segments:
-        if not _NAME_SEGMENT.match(seg):
+        if not (seg.isascii() and seg.isidentifier()):  # same as _NAME_SEGMENT, faster
             raise ToolCallParseError(f"invalid function name {name!r}")
         if seg.startswith("__"):
             raise ToolCallParseError(f"dunder name {name!r} is not allowed as a function name")
 
 
 def _literal(node: ast.expr, budget: _Budget, depth: int) -> Any:
-    budget.spend(depth)
+    budget.nodes += 1  # budget.spend(depth), inlined: this runs once per literal
+    if budget.nodes > budget.max_nodes or depth > budget.max_depth:
+        budget.fail(depth)
     if isinstance(node, ast.Constant):
-        return _constant(node.value)
+        value = node.value
+        if value is None or isinstance(value, (str, bool, int, float)):
+            return value
+        return _constant(value)
     if isinstance(node, ast.UnaryOp) and isinstance(node.op, (ast.USub, ast.UAdd)):
         operand = node.operand
         if isinstance(operand, ast.Constant) and _is_number(operand.value):
