@@ -120,6 +120,7 @@ def test_load_model_and_tokenizer_tiny_and_from_a_path(tmp_path, monkeypatch):
 
     path = tiny_model_dir()
     assert path == tmp_path / "home" / "tiny" / "qwen3-seed0"
+    assert model.config._name_or_path == str(path)  # TRL rebuilds reference models from it
     stamp = os.stat(path / "config.json").st_mtime_ns
     assert tiny_model_dir() == path and os.stat(path / "config.json").st_mtime_ns == stamp
     monkeypatch.setenv("HF_HUB_OFFLINE", "1")

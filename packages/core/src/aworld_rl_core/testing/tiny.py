@@ -269,17 +269,15 @@ def load_model_and_tokenizer(model_cfg: ModelConfig, seed: int = 0) -> tuple[Any
     local files only).
     """
     tokenizer = load_tokenizer(model_cfg)
-    name = model_cfg.name_or_path
-    if name.startswith(TINY_PREFIX):
-        model = tiny_causal_lm(tokenizer, arch=_tiny_arch(name), seed=seed)
-        dtype = _torch_dtype(model_cfg.dtype)
-        if dtype != "auto":
-            model = model.to(dtype)
-        return model, tokenizer
     from transformers import AutoModelForCausalLM
 
+    source: str | Path = model_cfg.name_or_path
+    if model_cfg.name_or_path.startswith(TINY_PREFIX):
+        # From its saved directory, so the model has a real name_or_path (TRL rebuilds reference
+        # models from it); the weights equal tiny_causal_lm(arch, seed=seed).
+        source = tiny_model_dir(_tiny_arch(model_cfg.name_or_path), seed)
     model = AutoModelForCausalLM.from_pretrained(
-        name, dtype=_torch_dtype(model_cfg.dtype), local_files_only=_offline()
+        source, dtype=_torch_dtype(model_cfg.dtype), local_files_only=_offline()
     )
     return model, tokenizer
 
