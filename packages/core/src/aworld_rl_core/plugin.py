@@ -1,6 +1,29 @@
-"""Core's own registrations: the training backends and core recipes."""
+"""Core's own registrations: the training backends, core recipes and the toy game."""
 
 from aworld_rl_core.hookspecs import hookimpl
+
+
+@hookimpl
+def register_datasets(register):
+    register("core.toy-tasks", "aworld_rl_core.envs.toy:toy_tasks", help="toy topic rows")
+
+
+@hookimpl
+def register_environments(register):
+    register(
+        "core.toy-lowercase",
+        "aworld_rl_core.envs.toy:LowercaseEnv",
+        help="toy multi-turn game: reply in lowercase words",
+    )
+
+
+@hookimpl
+def register_rewards(register):
+    register(
+        "core.toy-lowercase",
+        "aworld_rl_core.envs.toy:lowercase_reward",
+        help="share of a-z/space characters in the assistant turns",
+    )
 
 
 @hookimpl
