@@ -111,9 +111,19 @@ def benchmarks(session: nox.Session) -> None:
 
 @nox.session(default=False)
 def quickstart(session: nox.Session) -> None:
-    """The README's main job: core's BFCL check on the tiny-cpu preset."""
-    _install_package(session, "core")
-    session.run("aworld-run", "core.bfcl-check", "--preset", "tiny-cpu", *session.posargs)
+    """The README's main job: EnvTuning's tiny-cpu curriculum (4 stages) and its evaluation."""
+    session.install(TORCH)
+    session.install("-e", "packages/core[trl,bfcl,llm,plots]")
+    session.install("--no-deps", BFCL)
+    session.install("-e", "packages/envtuning[train,plots]")
+    session.run(
+        "aworld-run",
+        "envtuning.curriculum",
+        "--preset",
+        "tiny-cpu",
+        *session.posargs,
+        env={"HF_HUB_OFFLINE": "1", "TOKENIZERS_PARALLELISM": "false"},
+    )
 
 
 @nox.session(default=False, python=False, name="new_package")
