@@ -163,7 +163,7 @@ class TrlGrpoBackend:
         check_job(job)
         import torch
         from datasets import Dataset
-        from transformers import set_seed
+        from transformers import PrinterCallback, set_seed
 
         from aworld_rl_core.backends import trl_trainer as glue
         from aworld_rl_core.backends.rollout import ChatCodec, RolloutLimits
@@ -211,6 +211,7 @@ class TrlGrpoBackend:
             processing_class=tokenizer,
             callbacks=[callback],
         )
+        trainer.remove_callback(PrinterCallback)  # metrics go to run.log, progress to run.progress
         return trainer, callback
 
     def train(self, job: TrainJob) -> RunResult:
