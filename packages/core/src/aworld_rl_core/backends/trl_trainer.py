@@ -7,6 +7,7 @@ inside ``train``.
 from __future__ import annotations
 
 import time
+import warnings
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any, ClassVar
 
@@ -130,7 +131,9 @@ class EnvGRPOTrainer(GRPOTrainer):
 
     def __init__(self, *, rollout: EpisodeRollout, **kwargs: Any) -> None:
         self.episode_rollout = rollout
-        super().__init__(rollout_func=rollout, **kwargs)
+        with warnings.catch_warnings():  # we use the experimental hook knowingly (TRL pinned)
+            warnings.filterwarnings("ignore", "You are using 'rollout_func'", UserWarning)
+            super().__init__(rollout_func=rollout, **kwargs)
 
     def _generate_and_score_completions(self, inputs: list[dict[str, Any]]) -> dict[str, Any]:
         self.episode_rollout.bind(inputs)
