@@ -107,6 +107,14 @@ def test_limits_reached_by_the_scanner_give_the_ast_readers_errors():
         with pytest.raises(ToolCallParseError, match=message):
             parse_python_calls(text, limits=tight)
     assert _scan_calls("[f(a=[1], b=2)]", tight) == [Call("f", {"a": [1], "b": 2})]
+    # limits looser than Python's own: deep nesting still reaches the ast reader, not a
+    # RecursionError in the scanner
+    loose = ParseLimits(max_depth=10**6)
+    deep = "[f(a=" + "[" * 150 + "]" * 150 + ")]"
+    assert _scan_calls(deep, loose) is None
+    assert repr(parse_python_calls(deep, limits=loose)) == _reference(deep, loose)
+    with pytest.raises(ToolCallParseError, match="too many nested parentheses"):
+        parse_python_calls("[f(a=" + "[" * 5000 + "]" * 5000 + ")]", limits=loose)
 
 
 def _random_literal(rng: random.Random, depth: int = 0):

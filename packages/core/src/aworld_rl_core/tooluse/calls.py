@@ -293,6 +293,7 @@ _KIND = {
     **{c: _IDENT for c in "_abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ"},
 }
 _CONSTANTS = {"True": True, "False": False, "None": None}
+_SCAN_DEPTH = 100
 _KEYWORDS = frozenset(keyword.kwlist)
 
 
@@ -311,7 +312,9 @@ def _scan_calls(source: str, limits: ParseLimits) -> list[Call] | None:
         return None
     tokens.append(_END)
     it = iter(tokens)
-    budget = [limits.max_nodes, limits.max_depth]
+    # nesting past _SCAN_DEPTH goes to the ast reader (Python's parser stops at 200 brackets);
+    # this also bounds the scanner's recursion whatever the limits say
+    budget = [limits.max_nodes, min(limits.max_depth, _SCAN_DEPTH)]
     first = next(it)
     try:
         if first == "[":
