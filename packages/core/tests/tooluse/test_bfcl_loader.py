@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import pytest
-from tooluse.bfcl_helpers import entries
+from bfcl_helpers import entries
 
 from aworld_rl_core.tooluse.bfcl import (
     ALL_CATEGORIES,

@@ -6,7 +6,7 @@ import gc
 import itertools
 import weakref
 
-from tooluse.bfcl_helpers import all_multi_turn
+from bfcl_helpers import all_multi_turn
 
 from aworld_rl_core.tooluse.bfcl import MultiTurnEpisode
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 import re
 
 import pytest
-from tooluse.bfcl_helpers import all_multi_turn, entries, reference
+from bfcl_helpers import all_multi_turn, entries, reference
 
 from aworld_rl_core.tooluse import Call
 from aworld_rl_core.tooluse.bfcl import MultiTurnEpisode, judge_multi_turn

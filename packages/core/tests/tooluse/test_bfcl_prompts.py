@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import copy
 
-from tooluse.bfcl_helpers import entries, reference
+from bfcl_helpers import entries, reference
 
 from aworld_rl_core.tooluse.bfcl import (
     MultiTurnEpisode,

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import json
 
-from tooluse.bfcl_helpers import entries
+from bfcl_helpers import entries
 
 from aworld_rl_core.testing.hostile import hostile_call_strings, hostile_cases
 from aworld_rl_core.tooluse.bfcl import MultiTurnEpisode, judge_multi_turn, judge_single_turn

@@ -5,7 +5,7 @@ from __future__ import annotations
 from dataclasses import replace
 
 import pytest
-from tooluse.bfcl_helpers import all_single_turn, entries, reference
+from bfcl_helpers import all_single_turn, entries, reference
 
 from aworld_rl_core.tooluse import Call, format_python_calls
 from aworld_rl_core.tooluse.bfcl import BfclEntry, ground_truth_calls, judge_single_turn
