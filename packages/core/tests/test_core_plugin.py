@@ -16,7 +16,10 @@ class TestToyLowercaseReward(RewardContract):
     reward = "core.toy-lowercase"
     examples = [
         (
-            [[{"role": "assistant", "content": "abcd"}], [{"role": "assistant", "content": "AB!?"}]],
+            [
+                [{"role": "assistant", "content": "abcd"}],
+                [{"role": "assistant", "content": "AB!?"}],
+            ],
             {},
             [1.0, 0.0],
         )

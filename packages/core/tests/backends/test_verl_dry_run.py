@@ -247,3 +247,22 @@ def test_extra_overrides_replace_ours_for_the_same_key(tmp_path):
     assert sum(o.startswith("actor_rollout_ref.model.use_remove_padding=") for o in overrides) == 1
     with pytest.raises(ConfigError, match="bad verl override 'oops'"):
         VerlBackend().train(make_job(tmp_path, trainer(extra_overrides=("oops",))))
+
+
+def test_core_grpo_dry_run_on_verl_takes_prompts_from_the_environment(tmp_path, aworld_home):
+    import pyarrow.parquet as pq
+
+    from aworld_rl_core import cli
+    from aworld_rl_core.envs.toy import LowercaseEnv
+
+    out = tmp_path / "run"
+    args = ["core.grpo", "--preset", "tiny-cpu", "trainer.backend=verl"]
+    args += ["trainer.verl.dry_run=true", "trainer.verl.resolve_config=false"]
+    args += ["model.name_or_path=Qwen/Qwen2.5-0.5B-Instruct", "--output-dir", str(out), "--quiet"]
+    assert cli.main(args) == 0
+    rows = pq.read_table(out / "verl_data" / "train.parquet").to_pylist()
+    topic = json.loads(rows[0]["extra_info"]["aworld"])["task"]["topic"]
+    expected = LowercaseEnv(2).reset({"topic": topic})
+    assert [m["content"] for m in rows[0]["prompt"]] == [m["content"] for m in expected]
+    launch = json.loads((out / "verl_launch.json").read_text())
+    assert "actor_rollout_ref.rollout.agent.default_agent_loop=aworld_env" in launch["overrides"]

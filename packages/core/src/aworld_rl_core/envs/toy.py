@@ -100,3 +100,8 @@ def toy_tasks(cfg: ToyTasksConfig | None = None) -> list[dict[str, Any]]:
         raise ValueError(f"num_tasks must be >= 1, got {cfg.num_tasks}")
     rng = random.Random(cfg.seed)
     return [{"topic": rng.choice(TOPICS)} for _ in range(cfg.num_tasks)]
+
+
+def lowercase_env_for_row(row: Mapping[str, Any], *, turns: int = 2) -> LowercaseEnv:
+    """Environment factory for a task row (module level, so verl's workers can rebuild it)."""
+    return LowercaseEnv(turns)

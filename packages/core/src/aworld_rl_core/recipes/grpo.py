@@ -8,13 +8,19 @@ reward of the first and the last logged step.
 
 from __future__ import annotations
 
+import functools
 import json
 from dataclasses import dataclass, field, replace
 from typing import Any
 
 from aworld_rl_core.backends.base import TrainJob
 from aworld_rl_core.backends.config import ModelConfig, RLConfig, TrainerConfig
-from aworld_rl_core.envs.toy import LowercaseEnv, ToyTasksConfig, toy_tasks
+from aworld_rl_core.envs.toy import (
+    LowercaseEnv,
+    ToyTasksConfig,
+    lowercase_env_for_row,
+    toy_tasks,
+)
 from aworld_rl_core.recipe import Run, RunResult
 from aworld_rl_core.tracking import TrackingConfig
 
@@ -99,7 +105,7 @@ def build_job(cfg: GrpoRecipeConfig, run: Run) -> TrainJob:
         run=run,
         train_rows=toy_tasks(cfg.data),
         eval_rows=eval_rows,
-        env_factory=lambda row: LowercaseEnv(turns),
+        env_factory=functools.partial(lowercase_env_for_row, turns=turns),
         rewards=[get_reward(name) for name in cfg.reward.names],
         reward_weights=list(cfg.reward.weights) if cfg.reward.weights else None,
     )

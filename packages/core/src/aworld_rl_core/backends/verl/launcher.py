@@ -139,15 +139,26 @@ def write_parquet(rows: Sequence[Mapping[str, Any]], path: Path) -> Path:
     return path
 
 
+def with_prompt(job: TrainJob, row: Mapping[str, Any]) -> Mapping[str, Any]:
+    """The row, with the environment's opening messages as its prompt when it has none."""
+    if "prompt" in row or job.env_factory is None:
+        return row
+    env = job.env_factory(row)
+    try:
+        return {**row, "prompt": env.reset(row)}
+    finally:
+        env.close()
+
+
 def write_data(job: TrainJob, data_dir: Path) -> tuple[Path, Path]:
     """``train.parquet`` and ``val.parquet`` (val = the first train rows when no eval rows)."""
     loop = job.trainer.verl.agent_loop
-    rows = job.train_rows
+    rows = [with_prompt(job, r) for r in job.train_rows]
     train = [
         verl_row(r, i, "train", spec, loop)
         for i, (r, spec) in enumerate(zip(rows, episode_specs(job, rows), strict=True))
     ]
-    evals = job.eval_rows or rows[: max(1, job.trainer.batch_size)]
+    evals = [with_prompt(job, r) for r in job.eval_rows] or rows[: max(1, job.trainer.batch_size)]
     val = [
         verl_row(r, i, "val", spec, loop)
         for i, (r, spec) in enumerate(zip(evals, episode_specs(job, evals), strict=True))
