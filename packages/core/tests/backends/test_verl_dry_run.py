@@ -177,7 +177,7 @@ def test_bad_jobs_raise_clear_errors(tmp_path):
         VerlBackend().train(make_job(tmp_path, trainer(mini_batch_size=3)))
     with pytest.raises(ConfigError, match="one weight per reward"):
         VerlBackend().train(make_job(tmp_path, trainer(), reward_weights=[1.0]))
-    job = replace(make_job(tmp_path, trainer()), train_rows=[{"question": "x"}])
+    job = replace(make_job(tmp_path, trainer()), train_rows=[{"question": "x"}], env_factory=None)
     with pytest.raises(ConfigError, match="row 0 has no 'prompt'"):
         VerlBackend().train(job)
     bad_row = [{"prompt": [{"role": "user", "content": "x"}], "when": object()}]
