@@ -16,12 +16,19 @@ from pathlib import Path
 from typing import Any
 
 from aworld_rl_core.backends.base import TrainJob
+from aworld_rl_core.backends.loss_hooks import TokenLossMixin
 from aworld_rl_core.backends.sft_data import SftCollator, build_samples, shifted_segments
 from aworld_rl_core.errors import AworldError
 
 logger = logging.getLogger(__name__)
 LOSS_STATE_FILE = "loss_state.pt"
-_LOG_KEYS = {"loss": "loss", "grad_norm": "grad_norm", "learning_rate": "lr", "epoch": "epoch"}
+_LOG_KEYS = {
+    "loss": "loss",
+    "grad_norm": "grad_norm",
+    "learning_rate": "lr",
+    "epoch": "epoch",
+    "loss_alpha": "loss_alpha",
+}
 
 
 class HfSftBackend:
@@ -50,9 +57,7 @@ class HfSftBackend:
             job.eval_rows, tokenizer, max_length=sft.max_length, per_turn=sft.per_turn
         )
         trainer = _make_trainer(job, model, tokenizer, train, evals)
-        checkpoint = _resume_checkpoint(job)
-        if checkpoint is not None:
-            _load_loss_state(job.loss, checkpoint)
+        checkpoint = _resume_checkpoint(job)  # the loss's saved state is restored with it
         output = trainer.train(resume_from_checkpoint=str(checkpoint) if checkpoint else None)
         metrics: dict[str, float] = {
             "train_loss": float(output.training_loss),
@@ -150,72 +155,31 @@ def _training_args(job: TrainJob) -> Any:
 
 
 def _make_trainer(job: TrainJob, model: Any, tokenizer: Any, train: list, evals: list) -> Any:
-    import torch
     from transformers import PrinterCallback, Trainer, TrainerCallback
 
-    loss_fn = job.loss
-    loss_params = (
-        [p for p in loss_fn.parameters() if p.requires_grad]
-        if isinstance(loss_fn, torch.nn.Module)
-        else []
-    )
-    if isinstance(loss_fn, torch.nn.Module):
-        loss_fn.to(model.device)
-
-    class SegmentLossTrainer(Trainer):
+    class SegmentLossTrainer(TokenLossMixin, Trainer):
         """``Trainer`` whose loss is ``job.loss(logits, labels, segments)`` when one is set."""
 
-        def __init__(self, *args: Any, **kwargs: Any) -> None:
-            super().__init__(*args, **kwargs)
-            if loss_fn is not None:
-                self.loss_is_scaled_for_ga = False  # the hook returns a per-micro-batch mean
+        loss_state_file = LOSS_STATE_FILE
 
-        def create_optimizer(self, *args: Any, **kwargs: Any) -> Any:
-            optimizer = super().create_optimizer(*args, **kwargs)
-            if loss_params and not any(
-                p is q for g in optimizer.param_groups for p in g["params"] for q in loss_params
-            ):
-                optimizer.add_param_group({"params": loss_params, "weight_decay": 0.0})
-            return optimizer
+        def pop_segment_inputs(self, inputs: dict[str, Any]) -> Any:
+            return inputs.pop("think_mask")
 
-        def compute_loss(
-            self,
-            model: Any,
-            inputs: dict[str, Any],
-            return_outputs: bool = False,
-            num_items_in_batch: Any = None,
-        ) -> Any:
-            inputs = dict(inputs)
-            think = inputs.pop("think_mask")
-            if loss_fn is None:
-                return super().compute_loss(model, inputs, return_outputs, num_items_in_batch)
-            labels = inputs.pop("labels")
-            outputs = model(**inputs)
-            logits, shifted, segments = shifted_segments(outputs.logits, labels, think)
-            loss = loss_fn(logits, shifted, segments)
-            return (loss, outputs) if return_outputs else loss
+        def shift_and_segment(self, logits: Any, labels: Any, think: Any) -> tuple:
+            return shifted_segments(logits, labels, think)
 
     run = job.run
 
     class RunLogCallback(TrainerCallback):
-        """Sends the trainer's logs to ``run.log`` and saves the loss module's state."""
+        """Sends the trainer's logs to ``run.log``."""
 
         def on_log(self, args: Any, state: Any, control: Any, logs: Any = None, **kw: Any) -> None:
             logs = logs or {}
             if "loss" not in logs:  # the end-of-training summary; reported by train()
                 return
             metrics = {_LOG_KEYS[k]: float(v) for k, v in logs.items() if k in _LOG_KEYS}
-            alpha = getattr(loss_fn, "alpha", None)
-            if callable(alpha):
-                metrics["loss_alpha"] = float(torch.as_tensor(alpha()).detach())
             if metrics:
                 run.log(metrics, step=state.global_step)
-
-        def on_save(self, args: Any, state: Any, control: Any, **kw: Any) -> None:
-            if isinstance(loss_fn, torch.nn.Module) and loss_fn.state_dict():
-                folder = Path(args.output_dir) / f"checkpoint-{state.global_step}"
-                folder.mkdir(parents=True, exist_ok=True)
-                torch.save(loss_fn.state_dict(), folder / LOSS_STATE_FILE)
 
     trainer = SegmentLossTrainer(
         model=model,
@@ -227,13 +191,5 @@ def _make_trainer(job: TrainJob, model: Any, tokenizer: Any, train: list, evals:
         callbacks=[RunLogCallback()],
     )
     trainer.remove_callback(PrinterCallback)  # metrics go to run.log, not stdout
+    trainer.use_token_loss(job.loss)
     return trainer
-
-
-def _load_loss_state(loss_fn: Any, checkpoint: Path) -> None:
-    state_file = checkpoint / LOSS_STATE_FILE
-    if loss_fn is None or not state_file.is_file():
-        return
-    import torch
-
-    loss_fn.load_state_dict(torch.load(state_file, map_location="cpu"))

@@ -13,10 +13,10 @@ import math
 from pathlib import Path
 from typing import Any
 
-import torch
 from transformers import TrainerCallback
 
 from aworld_rl_core.backends.llamafactory.segments import IGNORE_INDEX, segment_masks
+from aworld_rl_core.backends.loss_hooks import TokenLossMixin
 
 LOSS_STATE_FILE = "token_loss.pt"
 THINK_TAGS = ("<think>", "</think>")
@@ -30,69 +30,27 @@ def tag_ids(tokenizer: Any, tag: str) -> list[int]:
     return ids
 
 
-def _loss_parameters(loss: Any) -> list[Any]:
-    if isinstance(loss, torch.nn.Module):
-        return [p for p in loss.parameters() if p.requires_grad]
-    return []
-
-
 def token_loss_trainer(base: type, loss: Any) -> type:
     """A subclass of LLaMA-Factory's ``base`` SFT trainer that trains on ``loss``.
 
     ``loss(logits, labels, segments)`` gets ``logits[:, :-1]`` and ``labels[:, 1:]`` (so
-    ``logits[b, t]`` predicts ``labels[b, t]``; -100 = ignore) and the segment masks. An
-    ``nn.Module`` loss is moved to the model's device; its trainable parameters join the
-    optimizer and are saved in (and restored from) each checkpoint. A loss exposing
-    ``alpha()`` has it logged as ``loss_alpha``.
+    ``logits[b, t]`` predicts ``labels[b, t]``; -100 = ignore) and the segment masks found from
+    the think tags. An ``nn.Module`` loss is handled as :class:`TokenLossMixin` says (device,
+    optimizer, checkpoints, ``loss_alpha``).
     """
 
-    class TokenLossTrainer(base):
+    class TokenLossTrainer(TokenLossMixin, base):
+        loss_state_file = LOSS_STATE_FILE
+
         def __init__(self, *args: Any, **kwargs: Any) -> None:
             super().__init__(*args, **kwargs)
-            # our loss returns a per-micro-batch mean: let the Trainer divide by GA steps
-            self.model_accepts_loss_kwargs = False
-            self.compute_loss_func = None
-            if isinstance(loss, torch.nn.Module):
-                loss.to(self.args.device)
             self._think_ids = [tag_ids(self.processing_class, tag) for tag in THINK_TAGS]
-            self._loss_params_added = False
-            self.add_callback(_LossStateCallback(loss))
+            self.use_token_loss(loss)
 
-        def create_optimizer(self, *args: Any, **kwargs: Any) -> Any:
-            optimizer = super().create_optimizer(*args, **kwargs)
-            params = _loss_parameters(loss)
-            if params and not self._loss_params_added:
-                optimizer.add_param_group({"params": params, "weight_decay": 0.0})
-                self._loss_params_added = True
-            return optimizer
-
-        def train(self, resume_from_checkpoint: Any = None, *args: Any, **kwargs: Any) -> Any:
-            if isinstance(resume_from_checkpoint, str) and isinstance(loss, torch.nn.Module):
-                state = Path(resume_from_checkpoint) / LOSS_STATE_FILE
-                if state.is_file():
-                    loss.load_state_dict(torch.load(state, map_location=self.args.device))
-            return super().train(resume_from_checkpoint, *args, **kwargs)
-
-        def compute_loss(
-            self,
-            model: Any,
-            inputs: dict[str, Any],
-            return_outputs: bool = False,
-            num_items_in_batch: Any = None,
-        ) -> Any:
-            inputs = dict(inputs)
-            labels = inputs.pop("labels")
-            outputs = model(**inputs)
-            logits, shifted = outputs.logits[:, :-1, :], labels[:, 1:]
+        def shift_and_segment(self, logits: Any, labels: Any, segment_inputs: Any) -> tuple:
+            shifted = labels[:, 1:]
             segments = segment_masks(shifted, *self._think_ids, ignore_index=IGNORE_INDEX)
-            value = loss(logits, shifted, segments)
-            return (value, outputs) if return_outputs else value
-
-        def log(self, logs: dict[str, float], *args: Any, **kwargs: Any) -> None:
-            alpha = getattr(loss, "alpha", None)
-            if callable(alpha) and "loss" in logs:
-                logs = {**logs, "loss_alpha": float(alpha())}
-            super().log(logs, *args, **kwargs)
+            return logits[:, :-1, :], shifted, segments
 
     TokenLossTrainer.__name__ = TokenLossTrainer.__qualname__ = f"TokenLoss{base.__name__}"
     return TokenLossTrainer
@@ -105,19 +63,6 @@ def install_token_loss(loss: Any) -> type:
     patched = token_loss_trainer(sft_workflow.CustomSeq2SeqTrainer, loss)
     sft_workflow.CustomSeq2SeqTrainer = patched
     return patched
-
-
-class _LossStateCallback(TrainerCallback):
-    """Save a trainable loss's state next to each checkpoint."""
-
-    def __init__(self, loss: Any) -> None:
-        self.loss = loss
-
-    def on_save(self, args: Any, state: Any, control: Any, **kwargs: Any) -> None:
-        if _loss_parameters(self.loss) and state.is_world_process_zero:
-            folder = Path(args.output_dir) / f"checkpoint-{state.global_step}"
-            if folder.is_dir():
-                torch.save(self.loss.state_dict(), folder / LOSS_STATE_FILE)
 
 
 class EventsCallback(TrainerCallback):
