@@ -23,14 +23,13 @@ from __future__ import annotations
 
 import argparse
 import gc
-import json
 import tempfile
-import time
 import tracemalloc
 import uuid
 from collections.abc import Callable
 from typing import Any
 
+from aworld_rl_core.benchmarking import best_of, report
 from aworld_rl_core.tooluse import format_python_calls
 from aworld_rl_core.tooluse.bfcl import (
     MULTI_TURN_CATEGORIES,
@@ -89,20 +88,17 @@ def paired(
     repeats: int,
     after: Callable[[Any], None] | None = None,
 ):
-    """Best seconds of each side over ``repeats`` alternating runs, and their last results.
+    """Best CPU seconds of each side over ``repeats`` alternating runs, and those runs' results.
 
-    Alternating the two sides spreads the load of a shared machine evenly over both.
+    ``after(result)`` runs on each result of ``theirs``, outside the timing.
     """
-    best = [float("inf"), float("inf")]
-    results: list[Any] = [None, None]
-    for _ in range(repeats):
-        for side, fn in enumerate((ours, theirs)):
-            start = time.process_time()
-            results[side] = fn()
-            best[side] = min(best[side], time.process_time() - start)
-            if side == 1 and after is not None:
-                after(results[side])
-    return best[0], best[1], results[0], results[1]
+
+    def after_theirs(side: str, result: Any) -> None:
+        if side == "theirs" and after is not None:
+            after(result)
+
+    best = best_of({"ours": lambda _: ours(), "theirs": lambda _: theirs()}, repeats, after_theirs)
+    return best["ours"].cpu_s, best["theirs"].cpu_s, best["ours"].result, best["theirs"].result
 
 
 def retained_bytes(fn: Callable[[], Any]) -> int:
@@ -240,9 +236,7 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
         "bfcl_eval": round(bfcl_kept / 2**20, 3),
         "bfcl_eval_cached_instances": cached,
     }
-    if args.json:
-        with open(args.json, "w", encoding="utf-8") as handle:
-            json.dump(figures, handle, indent=2)
+    report(figures, args.json, echo=False)
     if not all(same for *_, same in rows.values()):
         raise SystemExit("results differ between our runtime and bfcl-eval")
     return figures

@@ -12,9 +12,12 @@ two sides alternate, each keeps its best run, and times are CPU seconds of the p
 from __future__ import annotations
 
 import argparse
-import json
-import time
+from dataclasses import replace
 from pathlib import Path
+
+from aworld_rl_core.benchmarking import best_of, compare, measure, report
+
+RATES = ("episodes", "model_tokens")  # reported per CPU second
 
 
 def _play(model, tokenizer, episodes: int, turns: int, new_tokens: int, batch_size, seed: int):
@@ -31,13 +34,19 @@ def _play(model, tokenizer, episodes: int, turns: int, new_tokens: int, batch_si
         max_turns=turns, max_new_tokens=new_tokens, max_response_tokens=turns * (new_tokens + 64)
     )
     torch.manual_seed(seed)
-    cpu, wall = time.process_time(), time.perf_counter()
-    played = run_episodes(
-        [LowercaseEnv(turns) for _ in tasks], tasks, generate, codec, limits, batch_size=batch_size
+    timed = measure(
+        lambda: run_episodes(
+            [LowercaseEnv(turns) for _ in tasks],
+            tasks,
+            generate,
+            codec,
+            limits,
+            batch_size=batch_size,
+        )
     )
-    cpu, wall = time.process_time() - cpu, time.perf_counter() - wall
+    played = timed.result
     model_tokens = sum(sum(e.env_mask) for e in played)
-    return {"cpu_s": cpu, "wall_s": wall, "model_tokens": model_tokens, "episodes": len(played)}
+    return replace(timed, result={"model_tokens": model_tokens, "episodes": len(played)})
 
 
 def main() -> None:
@@ -58,28 +67,22 @@ def main() -> None:
     model, tokenizer = load_model_and_tokenizer(ModelConfig(name_or_path=args.model))
     shape = (args.episodes, args.turns, args.max_new_tokens)
     _play(model, tokenizer, 2, 1, 4, None, 0)  # warm-up
-    best: dict[str, dict] = {}
-    for repeat in range(args.repeats):
-        for side, batch_size in (("batched", None), ("one_at_a_time", 1)):
-            figures = _play(model, tokenizer, *shape, batch_size, seed=repeat)
-            if side not in best or figures["cpu_s"] < best[side]["cpu_s"]:
-                best[side] = figures
-    for figures in best.values():
-        figures["episodes_per_cpu_s"] = figures["episodes"] / figures["cpu_s"]
-        figures["model_tokens_per_cpu_s"] = figures["model_tokens"] / figures["cpu_s"]
+    best = best_of(
+        {
+            "batched": lambda repeat: _play(model, tokenizer, *shape, None, seed=repeat),
+            "one_at_a_time": lambda repeat: _play(model, tokenizer, *shape, 1, seed=repeat),
+        },
+        args.repeats,
+    )
     result = {
         "model": args.model,
         "episodes": args.episodes,
         "turns": args.turns,
         "max_new_tokens": args.max_new_tokens,
         "torch_threads": torch.get_num_threads(),
-        **best,
-        "ratio_cpu": best["one_at_a_time"]["cpu_s"] / best["batched"]["cpu_s"],
-        "ratio_wall": best["one_at_a_time"]["wall_s"] / best["batched"]["wall_s"],
+        **compare(best, "batched", baseline="one_at_a_time", per_cpu_s=RATES),
     }
-    print(json.dumps(result, indent=2))
-    if args.json:
-        args.json.write_text(json.dumps(result, indent=2) + "\n", encoding="utf-8")
+    report(result, args.json)
 
 
 if __name__ == "__main__":

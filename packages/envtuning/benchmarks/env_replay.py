@@ -19,12 +19,11 @@ Both sides must score every entry fully. Run:
 from __future__ import annotations
 
 import argparse
-import json
 import tempfile
-import time
 from pathlib import Path
 from typing import Any
 
+from aworld_rl_core.benchmarking import best_of, report
 from aworld_rl_core.tooluse.bfcl import MULTI_TURN_CATEGORIES, load_category, version
 from aworld_rl_core.tooluse.bfcl.reference import BfclReference
 from aworld_rl_envtuning.env import EnvTuningEnv
@@ -61,28 +60,21 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
     texts = [[t for turn in ground_truth_responses(e) for t in turn] for e in entries]
     with tempfile.TemporaryDirectory() as root:
         ref = BfclReference(root)
-        best = {"ours": float("inf"), "bfcl_eval": float("inf")}
-        passed = {}
-        for _ in range(args.repeats):
-            for side, fn in (
-                ("ours", lambda: ours(entries, texts)),
-                ("bfcl_eval", lambda: baseline(ref, entries)),
-            ):
-                start = time.process_time()
-                passed[side] = fn()
-                best[side] = min(best[side], time.process_time() - start)
+        best = best_of(
+            {"ours": lambda _: ours(entries, texts), "bfcl_eval": lambda _: baseline(ref, entries)},
+            args.repeats,
+        )
+    passed = {side: run.result for side, run in best.items()}
     if passed != {"ours": len(entries), "bfcl_eval": len(entries)}:
         raise SystemExit(f"not every entry scored fully: {passed} of {len(entries)}")
     result = {
         "bfcl_eval": version(),
         "entries": len(entries),
-        "ours_episodes_per_cpu_s": len(entries) / best["ours"],
-        "bfcl_eval_episodes_per_cpu_s": len(entries) / best["bfcl_eval"],
-        "ratio": best["bfcl_eval"] / best["ours"],
+        "ours_episodes_per_cpu_s": len(entries) / best["ours"].cpu_s,
+        "bfcl_eval_episodes_per_cpu_s": len(entries) / best["bfcl_eval"].cpu_s,
+        "ratio": best["bfcl_eval"].cpu_s / best["ours"].cpu_s,
     }
-    print(json.dumps(result, indent=2))
-    if args.json:
-        args.json.write_text(json.dumps(result, indent=2) + "\n", encoding="utf-8")
+    report(result, args.json)
     return result
 
 

@@ -10,13 +10,16 @@ seconds. Run: ``python packages/envtuning/benchmarks/rollout.py [--episodes 8] [
 from __future__ import annotations
 
 import argparse
-import json
-import time
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
+from aworld_rl_core.benchmarking import Measured, best_of, compare, measure, report
 
-def play(model: Any, tokenizer: Any, entry_ids: list[str], args: Any, batch_size: Any) -> dict:
+RATES = ("episodes", "model_turns")  # reported per CPU second
+
+
+def play(model: Any, tokenizer: Any, entry_ids: list[str], args: Any, batch_size: Any) -> Measured:
     import torch
 
     from aworld_rl_core.backends.hf_generate import HfGenerator
@@ -34,20 +37,22 @@ def play(model: Any, tokenizer: Any, entry_ids: list[str], args: Any, batch_size
         max_response_tokens=args.turns * (args.max_new_tokens + 256),
     )
     torch.manual_seed(0)
-    cpu, wall = time.process_time(), time.perf_counter()
-    episodes = run_episodes(
-        envs, [None] * len(envs), generate, codec, limits, batch_size=batch_size
+    timed = measure(
+        lambda: run_episodes(
+            envs, [None] * len(envs), generate, codec, limits, batch_size=batch_size
+        )
     )
-    cpu, wall = time.process_time() - cpu, time.perf_counter() - wall
     for env in envs:
         env.close()
-    return {
-        "cpu_s": cpu,
-        "wall_s": wall,
-        "episodes": len(episodes),
-        "model_turns": sum(e.turns for e in episodes),
-        "model_tokens": sum(sum(e.env_mask) for e in episodes),
-    }
+    episodes = timed.result
+    return replace(
+        timed,
+        result={
+            "episodes": len(episodes),
+            "model_turns": sum(e.turns for e in episodes),
+            "model_tokens": sum(sum(e.env_mask) for e in episodes),
+        },
+    )
 
 
 def main(argv: list[str] | None = None) -> dict[str, Any]:
@@ -69,28 +74,22 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
     ids = bfcl_split(SplitConfig()).of("train")[:: max(1, 400 // args.episodes)][: args.episodes]
     model, tokenizer = load_model_and_tokenizer(ModelConfig(name_or_path=args.model))
     play(model, tokenizer, ids[:1], argparse.Namespace(turns=1, max_new_tokens=2), None)  # warm-up
-    best: dict[str, dict] = {}
-    for _ in range(args.repeats):
-        for side, batch_size in (("batched", None), ("one_at_a_time", 1)):
-            figures = play(model, tokenizer, ids, args, batch_size)
-            if side not in best or figures["cpu_s"] < best[side]["cpu_s"]:
-                best[side] = figures
-    for figures in best.values():
-        figures["episodes_per_cpu_s"] = figures["episodes"] / figures["cpu_s"]
-        figures["model_turns_per_cpu_s"] = figures["model_turns"] / figures["cpu_s"]
+    best = best_of(
+        {
+            "batched": lambda _: play(model, tokenizer, ids, args, None),
+            "one_at_a_time": lambda _: play(model, tokenizer, ids, args, 1),
+        },
+        args.repeats,
+    )
     result = {
         "model": args.model,
         "episodes": args.episodes,
         "turns": args.turns,
         "max_new_tokens": args.max_new_tokens,
         "torch_threads": torch.get_num_threads(),
-        **best,
-        "ratio_cpu": best["one_at_a_time"]["cpu_s"] / best["batched"]["cpu_s"],
-        "ratio_wall": best["one_at_a_time"]["wall_s"] / best["batched"]["wall_s"],
+        **compare(best, "batched", baseline="one_at_a_time", per_cpu_s=RATES),
     }
-    print(json.dumps(result, indent=2))
-    if args.json:
-        args.json.write_text(json.dumps(result, indent=2) + "\n", encoding="utf-8")
+    report(result, args.json)
     return result
 
 
