@@ -16,23 +16,14 @@ from typing import Any, Literal
 
 from aworld_rl_core.config import option
 from aworld_rl_core.recipe import Run, RunResult
-
-DEFAULT_CATEGORIES = (
-    "simple_python",
-    "multiple",
-    "parallel",
-    "parallel_multiple",
-    "live_simple",
-    "live_multiple",
-    "live_parallel",
-    "live_parallel_multiple",
-    "irrelevance",
-    "live_irrelevance",
-    "multi_turn_base",
-    "multi_turn_miss_func",
-    "multi_turn_miss_param",
-    "multi_turn_long_context",
+from aworld_rl_core.tooluse.bfcl.loader import (
+    IRRELEVANCE_CATEGORIES,
+    MULTI_TURN_CATEGORIES,
+    SINGLE_TURN_CATEGORIES,
 )
+
+DEFAULT_CATEGORIES = SINGLE_TURN_CATEGORIES + IRRELEVANCE_CATEGORIES + MULTI_TURN_CATEGORIES
+"""Every category with a known right answer (``live_relevance`` accepts any call: left out)."""
 
 
 @dataclass(frozen=True, kw_only=True)

@@ -29,7 +29,10 @@ SINGLE_TURN_CATEGORIES = (
 )
 """Python single-turn categories judged by the AST checker."""
 
-RELEVANCE_CATEGORIES = ("irrelevance", "live_irrelevance", "live_relevance")
+IRRELEVANCE_CATEGORIES = ("irrelevance", "live_irrelevance")
+"""Categories where success is producing no call."""
+
+RELEVANCE_CATEGORIES = (*IRRELEVANCE_CATEGORIES, "live_relevance")
 """Categories without ground truth: success is (not) producing a call."""
 
 MULTI_TURN_CATEGORIES = (
