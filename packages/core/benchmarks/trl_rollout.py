@@ -15,9 +15,7 @@ import argparse
 from dataclasses import replace
 from pathlib import Path
 
-from aworld_rl_core.benchmarking import best_of, compare, measure, report
-
-RATES = ("episodes", "model_tokens")  # reported per CPU second
+from aworld_rl_core.benchmarking import compare_rollouts, measure
 
 
 def _play(model, tokenizer, episodes: int, turns: int, new_tokens: int, batch_size, seed: int):
@@ -59,30 +57,17 @@ def main() -> None:
     parser.add_argument("--json", type=Path, help="also write the figures to this file")
     args = parser.parse_args()
 
-    import torch
-
     from aworld_rl_core.backends.config import ModelConfig
     from aworld_rl_core.testing.tiny import load_model_and_tokenizer
 
     model, tokenizer = load_model_and_tokenizer(ModelConfig(name_or_path=args.model))
     shape = (args.episodes, args.turns, args.max_new_tokens)
     _play(model, tokenizer, 2, 1, 4, None, 0)  # warm-up
-    best = best_of(
-        {
-            "batched": lambda repeat: _play(model, tokenizer, *shape, None, seed=repeat),
-            "one_at_a_time": lambda repeat: _play(model, tokenizer, *shape, 1, seed=repeat),
-        },
-        args.repeats,
+    compare_rollouts(
+        lambda repeat, batch_size: _play(model, tokenizer, *shape, batch_size, seed=repeat),
+        args,
+        per_cpu_s=("episodes", "model_tokens"),
     )
-    result = {
-        "model": args.model,
-        "episodes": args.episodes,
-        "turns": args.turns,
-        "max_new_tokens": args.max_new_tokens,
-        "torch_threads": torch.get_num_threads(),
-        **compare(best, "batched", baseline="one_at_a_time", per_cpu_s=RATES),
-    }
-    report(result, args.json)
 
 
 if __name__ == "__main__":

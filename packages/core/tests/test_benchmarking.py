@@ -3,10 +3,18 @@
 from __future__ import annotations
 
 import json
+from types import SimpleNamespace
 
 import pytest
 
-from aworld_rl_core.benchmarking import Measured, best_of, compare, measure, report
+from aworld_rl_core.benchmarking import (
+    Measured,
+    best_of,
+    compare,
+    compare_rollouts,
+    measure,
+    report,
+)
 
 
 def test_best_of_alternates_sides_keeps_fastest_run_and_calls_after():
@@ -67,3 +75,24 @@ def test_compare_gives_figures_rates_and_ratios(tmp_path, capsys):
     assert json.loads(path.read_text(encoding="utf-8")) == figures
     report({"x": 1}, None, echo=False)
     assert capsys.readouterr().out == ""
+
+
+def test_compare_rollouts_plays_batched_against_one_at_a_time(tmp_path, capsys):
+    pytest.importorskip("torch")
+    played = []
+
+    def play(repeat, batch_size):
+        played.append((repeat, batch_size))
+        cpu = 1.0 if batch_size is None else 3.0
+        return Measured({"episodes": 6}, cpu + repeat, 2 * cpu)
+
+    args = SimpleNamespace(
+        model="tiny:qwen3", episodes=6, turns=2, max_new_tokens=4, repeats=2, json=None
+    )
+    result = compare_rollouts(play, args, per_cpu_s=("episodes",))
+    assert played == [(0, None), (0, 1), (1, None), (1, 1)]
+    assert result["batched"]["cpu_s"] == 1.0 and result["one_at_a_time"]["cpu_s"] == 3.0
+    assert result["batched"]["episodes_per_cpu_s"] == 6.0
+    assert result["ratio_cpu"] == 3.0 and result["ratio_wall"] == 3.0
+    assert (result["model"], result["episodes"], result["turns"]) == ("tiny:qwen3", 6, 2)
+    assert json.loads(capsys.readouterr().out) == result

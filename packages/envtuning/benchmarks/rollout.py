@@ -14,9 +14,7 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
-from aworld_rl_core.benchmarking import Measured, best_of, compare, measure, report
-
-RATES = ("episodes", "model_turns")  # reported per CPU second
+from aworld_rl_core.benchmarking import Measured, compare_rollouts, measure
 
 
 def play(model: Any, tokenizer: Any, entry_ids: list[str], args: Any, batch_size: Any) -> Measured:
@@ -65,8 +63,6 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
     parser.add_argument("--json", type=Path)
     args = parser.parse_args(argv)
 
-    import torch
-
     from aworld_rl_core.backends.config import ModelConfig
     from aworld_rl_core.testing.tiny import load_model_and_tokenizer
     from aworld_rl_envtuning.data import SplitConfig, bfcl_split
@@ -74,23 +70,11 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
     ids = bfcl_split(SplitConfig()).of("train")[:: max(1, 400 // args.episodes)][: args.episodes]
     model, tokenizer = load_model_and_tokenizer(ModelConfig(name_or_path=args.model))
     play(model, tokenizer, ids[:1], argparse.Namespace(turns=1, max_new_tokens=2), None)  # warm-up
-    best = best_of(
-        {
-            "batched": lambda _: play(model, tokenizer, ids, args, None),
-            "one_at_a_time": lambda _: play(model, tokenizer, ids, args, 1),
-        },
-        args.repeats,
+    return compare_rollouts(
+        lambda _, batch_size: play(model, tokenizer, ids, args, batch_size),
+        args,
+        per_cpu_s=("episodes", "model_turns"),
     )
-    result = {
-        "model": args.model,
-        "episodes": args.episodes,
-        "turns": args.turns,
-        "max_new_tokens": args.max_new_tokens,
-        "torch_threads": torch.get_num_threads(),
-        **compare(best, "batched", baseline="one_at_a_time", per_cpu_s=RATES),
-    }
-    report(result, args.json)
-    return result
 
 
 if __name__ == "__main__":

@@ -84,3 +84,33 @@ def report(figures: Mapping[str, Any], path: str | Path | None = None, echo: boo
         print(text)
     if path:
         Path(path).write_text(text + "\n", encoding="utf-8")
+
+
+def compare_rollouts(
+    play: Callable[[int, int | None], Any], args: Any, per_cpu_s: Iterable[str]
+) -> dict[str, Any]:
+    """Batched rollouts against one episode at a time (the baseline), printed and returned.
+
+    ``play(repeat, batch_size)`` plays the episodes with ``batch_size=None`` (all active
+    episodes in one ``generate`` call per turn) or ``1``. ``args`` carries ``model``,
+    ``episodes``, ``turns``, ``max_new_tokens``, ``repeats`` and ``json`` (an output path or None).
+    """
+    import torch
+
+    best = best_of(
+        {
+            "batched": lambda repeat: play(repeat, None),
+            "one_at_a_time": lambda repeat: play(repeat, 1),
+        },
+        args.repeats,
+    )
+    result = {
+        "model": args.model,
+        "episodes": args.episodes,
+        "turns": args.turns,
+        "max_new_tokens": args.max_new_tokens,
+        "torch_threads": torch.get_num_threads(),
+        **compare(best, "batched", baseline="one_at_a_time", per_cpu_s=per_cpu_s),
+    }
+    report(result, args.json)
+    return result
