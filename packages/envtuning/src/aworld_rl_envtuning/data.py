@@ -16,15 +16,12 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from aworld_rl_core.tooluse.bfcl.loader import MULTI_TURN_CATEGORIES
+
 if TYPE_CHECKING:
     from aworld_rl_core.tooluse.bfcl import BfclEntry
 
-CATEGORIES = (
-    "multi_turn_base",
-    "multi_turn_miss_func",
-    "multi_turn_miss_param",
-    "multi_turn_long_context",
-)
+CATEGORIES = MULTI_TURN_CATEGORIES
 SPLITS = ("train", "validation", "held_out")
 SPLIT_FILE = "split.json"
 ABILITY = "multi_turn_function_calling"

@@ -131,16 +131,16 @@ def _calls_from_ast(source: str, limits: ParseLimits) -> list[Call]:
         raise ToolCallParseError(
             f"expected a list of calls such as [f(a=1)], got a {_describe(body)}"
         )
-    if len(nodes) > limits.max_calls:
-        raise ToolCallParseError(f"{len(nodes)} calls, over the limit of {limits.max_calls}")
-    budget = _Budget(limits)
+    budget = _Budget(limits, calls=len(nodes))
     return [_call_from_node(node, budget) for node in nodes]
 
 
 class _Budget:
-    """Counts literal nodes across one parse and enforces the depth limit."""
+    """Counts literal nodes across one parse and enforces the depth and call-count limits."""
 
-    def __init__(self, limits: ParseLimits) -> None:
+    def __init__(self, limits: ParseLimits, calls: int = 0) -> None:
+        if calls > limits.max_calls:
+            raise ToolCallParseError(f"{calls} calls, over the limit of {limits.max_calls}")
         self.limits = limits
         self.nodes = 0
         self.max_nodes = limits.max_nodes
@@ -541,9 +541,7 @@ def parse_json_calls(
         raise ToolCallParseError(
             f"expected a JSON list of {{'name', 'arguments'}} objects, got {type(obj).__name__}"
         )
-    if len(items) > limits.max_calls:
-        raise ToolCallParseError(f"{len(items)} calls, over the limit of {limits.max_calls}")
-    budget = _Budget(limits)
+    budget = _Budget(limits, calls=len(items))
     return [_call_from_json(item, i, limits, budget) for i, item in enumerate(items)]
 
 
