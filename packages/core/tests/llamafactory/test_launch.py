@@ -103,19 +103,6 @@ def test_write_dataset_writes_sharegpt_and_dataset_info(tmp_path):
     assert json.loads(rows[0]["tools"])[0]["name"] == "add"
 
 
-def test_checkpoints_sorted_by_step(tmp_path):
-    for name in ("checkpoint-10", "checkpoint-2", "checkpoint-9", "runs", "checkpoint-x"):
-        (tmp_path / name).mkdir()
-    (tmp_path / "checkpoint-11").write_text("a file, not a checkpoint")
-    assert [p.name for p in launch.checkpoints(tmp_path)] == [
-        "checkpoint-2",
-        "checkpoint-9",
-        "checkpoint-10",
-    ]
-    assert launch.latest_checkpoint(tmp_path).name == "checkpoint-10"
-    assert launch.latest_checkpoint(tmp_path / "missing") is None
-
-
 def test_command_single_process_and_torchrun(tmp_path):
     spec = tmp_path / "spec.json"
     worker = ["-m", "aworld_rl_core.backends.llamafactory.worker", str(spec)]

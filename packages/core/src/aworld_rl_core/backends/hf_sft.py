@@ -16,6 +16,7 @@ from pathlib import Path
 from typing import Any
 
 from aworld_rl_core.backends.base import TrainJob
+from aworld_rl_core.backends.checkpoints import checkpoints, latest_checkpoint
 from aworld_rl_core.backends.loss_hooks import TokenLossMixin
 from aworld_rl_core.backends.sft_data import SftCollator, build_samples, shifted_segments
 from aworld_rl_core.errors import AworldError
@@ -95,22 +96,13 @@ def _report_data(run: Any, stats: Any) -> None:
         )
 
 
-def checkpoints(directory: Path) -> list[Path]:
-    """The ``checkpoint-<step>`` directories in ``directory``, oldest first."""
-    if not directory.is_dir():
-        return []
-    found = [p for p in directory.glob("checkpoint-*") if p.name.split("-")[-1].isdigit()]
-    return sorted(found, key=lambda p: int(p.name.split("-")[-1]))
-
-
 def _resume_checkpoint(job: TrainJob) -> Path | None:
     if not (job.trainer.resume or getattr(job.run, "resume", False)):
         return None
-    found = checkpoints(job.run.checkpoint_dir)
-    if not found:
+    found = latest_checkpoint(job.run.checkpoint_dir)
+    if found is None:
         job.run.log({"resume_found_checkpoint": 0.0})
-        return None
-    return found[-1]
+    return found
 
 
 def _check_batch_sizes(cfg: Any) -> None:

@@ -10,12 +10,11 @@ episode return. Importing this module imports no heavy library.
 from __future__ import annotations
 
 import logging
-import re
 from dataclasses import dataclass
-from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from aworld_rl_core.backends.base import TrainJob
+from aworld_rl_core.backends.checkpoints import checkpoints, latest_checkpoint
 
 if TYPE_CHECKING:
     from aworld_rl_core.recipe import RunResult
@@ -36,7 +35,6 @@ HEADLINE_METRICS = (
     "episode/return",
     "episode/turns",
 )
-_CHECKPOINT = re.compile(r"^checkpoint-(\d+)$")
 
 
 @dataclass(frozen=True)
@@ -60,14 +58,6 @@ class BatchLayout:
                 f"trainer.rl.group_size = {completions} completions per step"
             )
         return cls(per_device_batch=micro, accumulation_steps=completions // micro)
-
-
-def checkpoints_in(directory: Path) -> list[Path]:
-    """``checkpoint-<step>`` folders under ``directory``, oldest first."""
-    if not directory.is_dir():
-        return []
-    found = [p for p in directory.iterdir() if p.is_dir() and _CHECKPOINT.match(p.name)]
-    return sorted(found, key=lambda p: int(_CHECKPOINT.match(p.name).group(1)))
 
 
 def check_job(job: TrainJob) -> None:
@@ -221,9 +211,9 @@ class TrlGrpoBackend:
         t, run = job.trainer, job.run
         resume_from = None
         if t.resume or getattr(run, "resume", False):
-            found = checkpoints_in(run.checkpoint_dir)
-            if found:
-                resume_from = str(found[-1])
+            found = latest_checkpoint(run.checkpoint_dir)
+            if found is not None:
+                resume_from = str(found)
                 log.info("resuming from %s", resume_from)
             else:
                 log.warning("resume requested but %s holds no checkpoint", run.checkpoint_dir)
@@ -244,9 +234,9 @@ class TrlGrpoBackend:
                     if _is_number(v) and ("reward" in k or "episode/" in k)
                 }
             )
-        checkpoints = checkpoints_in(run.checkpoint_dir)
-        outputs = {"model": checkpoints[-1]} if checkpoints else {}
-        return RunResult(metrics=metrics, outputs=outputs, checkpoints=checkpoints)
+        saved = checkpoints(run.checkpoint_dir)
+        outputs = {"model": saved[-1]} if saved else {}
+        return RunResult(metrics=metrics, outputs=outputs, checkpoints=saved)
 
 
 def _index_dataset(dataset_cls: Any, indices: range) -> Any:

@@ -21,14 +21,13 @@ from typing import TYPE_CHECKING, Any
 
 import yaml
 
+from aworld_rl_core.backends.checkpoints import checkpoints, latest_checkpoint
 from aworld_rl_core.backends.llamafactory.launch import (
     EVAL_NAME,
     TRAIN_NAME,
     LlamaFactoryError,
     build_train_args,
-    checkpoints,
     command,
-    latest_checkpoint,
     model_source,
     python_path_dir,
     subprocess_env,

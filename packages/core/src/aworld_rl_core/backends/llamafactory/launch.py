@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import os
 import pickle
-import re
 import sys
 from collections.abc import Iterable, Mapping
 from pathlib import Path
@@ -40,7 +39,6 @@ class _Functional:
 
 functional = _Functional()
 '''
-_CHECKPOINT = re.compile(r"^checkpoint-(\d+)$")
 
 
 class LlamaFactoryError(AworldError):
@@ -77,20 +75,6 @@ def write_dataset(
         records = [part for r in records for part in per_turn_records(r)]
     write_sharegpt(records, data_dir, name)
     return len(records)
-
-
-def latest_checkpoint(directory: Path) -> Path | None:
-    """The ``checkpoint-N`` folder with the largest N (None when there is none)."""
-    found = checkpoints(directory)
-    return found[-1] if found else None
-
-
-def checkpoints(directory: Path) -> list[Path]:
-    """``checkpoint-N`` folders in step order."""
-    if not directory.is_dir():
-        return []
-    steps = [(int(m.group(1)), p) for p in directory.iterdir() if (m := _CHECKPOINT.match(p.name))]
-    return [p for _, p in sorted(steps) if p.is_dir()]
 
 
 def grad_accumulation(batch_size: int, micro_batch_size: int, processes: int) -> int:

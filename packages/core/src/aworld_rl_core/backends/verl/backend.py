@@ -13,7 +13,6 @@ import importlib.metadata
 import importlib.util
 import json
 import os
-import re
 import shutil
 import subprocess
 import sys
@@ -21,6 +20,7 @@ from collections import deque
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from aworld_rl_core.backends.checkpoints import checkpoints
 from aworld_rl_core.backends.verl.launcher import Launch, plan_launch
 from aworld_rl_core.errors import AworldError, ConfigError
 
@@ -71,13 +71,7 @@ def read_metrics(path: Path) -> list[tuple[int, dict[str, float]]]:
 
 def find_checkpoints(checkpoint_dir: Path) -> list[Path]:
     """verl's ``global_step_N`` folders, oldest first."""
-    found = [p for p in checkpoint_dir.glob("global_step_*") if p.is_dir()]
-
-    def step(p: Path) -> int:
-        match = re.search(r"global_step_(\d+)$", p.name)
-        return int(match.group(1)) if match else -1
-
-    return sorted(found, key=step)
+    return checkpoints(checkpoint_dir, prefix="global_step_")
 
 
 class VerlBackend:
