@@ -23,41 +23,32 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any, Literal
 
+from aworld_rl_core.config import option
 from aworld_rl_envtuning.rewards import REWARD_NAMES
 
 StageData = Literal["easy", "base", "all"]
 STATE_FILE = "curriculum_state.json"
 
 
-def _help(text: str) -> dict[str, str]:
-    return {"help": text}
-
-
 @dataclass(frozen=True, kw_only=True)
 class StageConfig:
     """One curriculum stage."""
 
-    name: str = field(metadata=_help("stage name (used for its run folder)"))
-    data: StageData = field(
-        default="all", metadata=_help("training entries: easy (subset of base), base, all")
+    name: str = option(help="stage name (used for its run folder)")
+    data: StageData = option("all", help="training entries: easy (subset of base), base, all")
+    reward: str = option("progress", help=f"episode reward: {', '.join(REWARD_NAMES)}")
+    augmentation: bool = option(True, help="hints on failed tool results")
+    prompt_style: Literal["basic", "resourceful"] = option(
+        "basic", help="system prompt: basic (stages 1-2) or resourceful (3-4)"
     )
-    reward: str = field(
-        default="progress", metadata=_help(f"episode reward: {', '.join(REWARD_NAMES)}")
+    max_response_tokens: int = option(
+        10_000, help="max tokens of one episode's multi-turn response"
     )
-    augmentation: bool = field(default=True, metadata=_help("hints on failed tool results"))
-    prompt_style: Literal["basic", "resourceful"] = field(
-        default="basic", metadata=_help("system prompt: basic (stages 1-2) or resourceful (3-4)")
+    batch_size: int = option(32, help="prompts per optimizer step")
+    rounds_steps: int = option(
+        10, help="optimizer steps per round (a validation follows each round)"
     )
-    max_response_tokens: int = field(
-        default=10_000, metadata=_help("max tokens of one episode's multi-turn response")
-    )
-    batch_size: int = field(default=32, metadata=_help("prompts per optimizer step"))
-    rounds_steps: int = field(
-        default=10, metadata=_help("optimizer steps per round (a validation follows each round)")
-    )
-    epochs: float = field(
-        default=20.0, metadata=_help("passes over the stage's data before it ends in any case")
-    )
+    epochs: float = option(20.0, help="passes over the stage's data before it ends in any case")
 
     def __post_init__(self) -> None:
         if self.data not in ("easy", "base", "all"):
@@ -102,20 +93,14 @@ def paper_stages() -> tuple[StageConfig, ...]:
 class TransitionConfig:
     """When a stage ends."""
 
-    rule: Literal["fixed", "plateau"] = field(
-        default="plateau",
-        metadata=_help("fixed: every stage runs max_rounds; plateau: stop on a plateau"),
+    rule: Literal["fixed", "plateau"] = option(
+        "plateau", help="fixed: every stage runs max_rounds; plateau: stop on a plateau"
     )
-    patience: int = field(
-        default=3, metadata=_help("plateau: rounds without a min_delta gain in val accuracy")
-    )
-    min_delta: float = field(default=0.01, metadata=_help("plateau: smallest gain that counts"))
-    grad_window: int = field(
-        default=3, metadata=_help("plateau: recent rounds whose gradient norms must be stable")
-    )
-    max_grad_cv: float = field(
-        default=0.5,
-        metadata=_help("plateau: largest coefficient of variation of those gradient norms"),
+    patience: int = option(3, help="plateau: rounds without a min_delta gain in val accuracy")
+    min_delta: float = option(0.01, help="plateau: smallest gain that counts")
+    grad_window: int = option(3, help="plateau: recent rounds whose gradient norms must be stable")
+    max_grad_cv: float = option(
+        0.5, help="plateau: largest coefficient of variation of those gradient norms"
     )
 
     def __post_init__(self) -> None:

@@ -12,10 +12,11 @@ from __future__ import annotations
 import json
 import random
 from collections.abc import Iterable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from aworld_rl_core.config import option
 from aworld_rl_core.tooluse.bfcl.loader import MULTI_TURN_CATEGORIES
 
 if TYPE_CHECKING:
@@ -27,20 +28,16 @@ SPLIT_FILE = "split.json"
 ABILITY = "multi_turn_function_calling"
 
 
-def _help(text: str) -> dict[str, str]:
-    return {"help": text}
-
-
 @dataclass(frozen=True, kw_only=True)
 class SplitConfig:
     """How the 800 multi-turn entries are split."""
 
-    seed: int = field(default=0, metadata=_help("seed of the per-category shuffles"))
-    train_per_category: int = field(
-        default=100, metadata=_help("training entries per category (paper: 100, 400 in all)")
+    seed: int = option(0, help="seed of the per-category shuffles")
+    train_per_category: int = option(
+        100, help="training entries per category (paper: 100, 400 in all)"
     )
-    validation_per_category: int = field(
-        default=25, metadata=_help("validation entries per category (paper: 100 in all)")
+    validation_per_category: int = option(
+        25, help="validation entries per category (paper: 100 in all)"
     )
 
 

@@ -2,12 +2,10 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any, Literal
 
-
-def _help(text: str) -> dict[str, str]:
-    return {"help": text}
+from aworld_rl_core.config import option
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -15,57 +13,44 @@ class LLMConfig:
     """Which LLM to call and how. ``provider=openai`` talks to any OpenAI-compatible server
     (vLLM, SGLang, a hosted API); ``provider=local`` generates with a local transformers model."""
 
-    provider: Literal["openai", "local"] = field(
-        default="openai",
-        metadata=_help("openai: an OpenAI-compatible HTTP server; local: a transformers model"),
+    provider: Literal["openai", "local"] = option(
+        "openai", help="openai: an OpenAI-compatible HTTP server; local: a transformers model"
     )
-    model: str = field(
-        default="Qwen/Qwen3-8B",
-        metadata=_help("model name sent to the server, or the local model's path (provider=local)"),
+    model: str = option(
+        "Qwen/Qwen3-8B",
+        help="model name sent to the server, or the local model's path (provider=local)",
     )
-    base_url: str = field(
-        default="http://127.0.0.1:8000/v1",
-        metadata=_help("server base URL including /v1 (vLLM/SGLang default port 8000/30000)"),
+    base_url: str = option(
+        "http://127.0.0.1:8000/v1",
+        help="server base URL including /v1 (vLLM/SGLang default port 8000/30000)",
     )
-    api_key_env: str = field(
-        default="OPENAI_API_KEY",
-        metadata=_help("environment variable holding the API key (unset: no Authorization header)"),
+    api_key_env: str = option(
+        "OPENAI_API_KEY",
+        help="environment variable holding the API key (unset: no Authorization header)",
     )
-    concurrency: int = field(default=32, metadata=_help("max requests in flight"))
-    timeout_s: float = field(
-        default=600.0,
-        metadata=_help("seconds without an answer before a retry (long generations need minutes)"),
+    concurrency: int = option(32, help="max requests in flight")
+    timeout_s: float = option(
+        600.0, help="seconds without an answer before a retry (long generations need minutes)"
     )
-    max_retries: int = field(
-        default=5, metadata=_help("retries on timeouts, dropped connections, 429 and 5xx")
+    max_retries: int = option(5, help="retries on timeouts, dropped connections, 429 and 5xx")
+    backoff_base_s: float = option(1.0, help="first backoff cap; doubles per retry (full jitter)")
+    backoff_max_s: float = option(30.0, help="largest backoff between retries")
+    cache_dir: str | None = option(
+        None, help="directory of the on-disk response cache (unset: no cache)"
     )
-    backoff_base_s: float = field(
-        default=1.0, metadata=_help("first backoff cap; doubles per retry (full jitter)")
+    temperature: float = option(0.7, help="sampling temperature (0: greedy)")
+    top_p: float = option(1.0, help="nucleus sampling p")
+    max_tokens: int = option(4096, help="max new tokens per reply")
+    seed: int | None = option(None, help="sampling seed sent with each request (unset: none)")
+    extra_body: dict[str, Any] = option(
+        factory=dict,
+        help="extra request fields, e.g. {chat_template_kwargs: {enable_thinking: false}} on vLLM",
     )
-    backoff_max_s: float = field(default=30.0, metadata=_help("largest backoff between retries"))
-    cache_dir: str | None = field(
-        default=None,
-        metadata=_help("directory of the on-disk response cache (unset: no cache)"),
+    device: str = option("cpu", help="provider=local: torch device")
+    dtype: Literal["auto", "float32", "bfloat16", "float16"] = option(
+        "auto", help="provider=local: parameter dtype"
     )
-    temperature: float = field(default=0.7, metadata=_help("sampling temperature (0: greedy)"))
-    top_p: float = field(default=1.0, metadata=_help("nucleus sampling p"))
-    max_tokens: int = field(default=4096, metadata=_help("max new tokens per reply"))
-    seed: int | None = field(
-        default=None, metadata=_help("sampling seed sent with each request (unset: none)")
-    )
-    extra_body: dict[str, Any] = field(
-        default_factory=dict,
-        metadata=_help(
-            "extra request fields, e.g. {chat_template_kwargs: {enable_thinking: false}} on vLLM"
-        ),
-    )
-    device: str = field(default="cpu", metadata=_help("provider=local: torch device"))
-    dtype: Literal["auto", "float32", "bfloat16", "float16"] = field(
-        default="auto", metadata=_help("provider=local: parameter dtype")
-    )
-    max_batch_size: int = field(
-        default=8, metadata=_help("provider=local: max requests per generate() batch")
-    )
+    max_batch_size: int = option(8, help="provider=local: max requests per generate() batch")
 
     def sampling(self) -> dict[str, Any]:
         """The default sampling parameters every request carries."""

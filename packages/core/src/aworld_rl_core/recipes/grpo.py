@@ -10,11 +10,12 @@ from __future__ import annotations
 
 import functools
 import json
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, replace
 from typing import Any
 
 from aworld_rl_core.backends.base import TrainJob
 from aworld_rl_core.backends.config import ModelConfig, RLConfig, TrainerConfig
+from aworld_rl_core.config import option
 from aworld_rl_core.envs.toy import (
     LowercaseEnv,
     ToyTasksConfig,
@@ -23,10 +24,6 @@ from aworld_rl_core.envs.toy import (
 )
 from aworld_rl_core.recipe import Run, RunResult
 from aworld_rl_core.tracking import TrackingConfig
-
-
-def _help(text: str) -> dict[str, str]:
-    return {"help": text}
 
 
 def _toy_trainer() -> TrainerConfig:
@@ -45,28 +42,25 @@ def _toy_trainer() -> TrainerConfig:
 class ToyEnvConfig:
     """The lowercase game."""
 
-    turns: int = field(default=2, metadata=_help("model turns per episode"))
+    turns: int = option(2, help="model turns per episode")
 
 
 @dataclass(frozen=True, kw_only=True)
 class ToyDataConfig(ToyTasksConfig):
     """Task rows for training and evaluation."""
 
-    eval_tasks: int = field(
-        default=0, metadata=_help("held-out task rows evaluated after training (0 = none)")
-    )
+    eval_tasks: int = option(0, help="held-out task rows evaluated after training (0 = none)")
 
 
 @dataclass(frozen=True, kw_only=True)
 class RewardConfig:
     """Rewards besides the environment's episode return (always used)."""
 
-    names: tuple[str, ...] = field(
-        default=(), metadata=_help("registered reward functions to add, e.g. core.toy-lowercase")
+    names: tuple[str, ...] = option(
+        (), help="registered reward functions to add, e.g. core.toy-lowercase"
     )
-    weights: tuple[float, ...] = field(
-        default=(),
-        metadata=_help("one weight per name (the episode return weighs 1.0); empty = all 1.0"),
+    weights: tuple[float, ...] = option(
+        (), help="one weight per name (the episode return weighs 1.0); empty = all 1.0"
     )
 
 
@@ -74,14 +68,12 @@ class RewardConfig:
 class GrpoRecipeConfig:
     """GRPO on the toy multi-turn environment (checks a training backend end to end)."""
 
-    model: ModelConfig = field(default_factory=ModelConfig, metadata=_help("policy model"))
-    trainer: TrainerConfig = field(default_factory=_toy_trainer, metadata=_help("training"))
-    env: ToyEnvConfig = field(default_factory=ToyEnvConfig, metadata=_help("environment"))
-    data: ToyDataConfig = field(default_factory=ToyDataConfig, metadata=_help("task rows"))
-    reward: RewardConfig = field(default_factory=RewardConfig, metadata=_help("extra rewards"))
-    tracking: TrackingConfig = field(
-        default_factory=TrackingConfig, metadata=_help("experiment trackers")
-    )
+    model: ModelConfig = option(factory=ModelConfig, help="policy model")
+    trainer: TrainerConfig = option(factory=_toy_trainer, help="training")
+    env: ToyEnvConfig = option(factory=ToyEnvConfig, help="environment")
+    data: ToyDataConfig = option(factory=ToyDataConfig, help="task rows")
+    reward: RewardConfig = option(factory=RewardConfig, help="extra rewards")
+    tracking: TrackingConfig = option(factory=TrackingConfig, help="experiment trackers")
 
 
 def build_job(cfg: GrpoRecipeConfig, run: Run) -> TrainJob:

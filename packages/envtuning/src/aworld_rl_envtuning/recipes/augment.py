@@ -9,56 +9,49 @@ hints are written as ``hints.yaml``, loadable by any stage (``env.hint_packs``).
 from __future__ import annotations
 
 import json
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, replace
 from typing import Any, Literal
 
+from aworld_rl_core.config import option
 from aworld_rl_core.llm import LLMConfig
 from aworld_rl_core.recipe import Run, RunResult
 from aworld_rl_envtuning.data import CATEGORIES, SplitConfig
-
-
-def _help(text: str) -> dict[str, str]:
-    return {"help": text}
 
 
 @dataclass(frozen=True, kw_only=True)
 class AugmentConfig:
     """The semi-automatic hint workflow (paper App. B)."""
 
-    agent: LLMConfig = field(
-        default_factory=lambda: LLMConfig(temperature=0.7, max_tokens=4096),
-        metadata=_help("the agent whose failures are mined (tiny:<arch> works locally)"),
+    agent: LLMConfig = option(
+        factory=lambda: LLMConfig(temperature=0.7, max_tokens=4096),
+        help="the agent whose failures are mined (tiny:<arch> works locally)",
     )
-    generator: LLMConfig = field(
-        default_factory=lambda: LLMConfig(temperature=0.7, max_tokens=2048),
-        metadata=_help("the augmentation-generator LLM"),
+    generator: LLMConfig = option(
+        factory=lambda: LLMConfig(temperature=0.7, max_tokens=2048),
+        help="the augmentation-generator LLM",
     )
-    judge: LLMConfig = field(
-        default_factory=lambda: LLMConfig(temperature=0.0, max_tokens=2048),
-        metadata=_help("the constitutional-judge LLM"),
+    judge: LLMConfig = option(
+        factory=lambda: LLMConfig(temperature=0.0, max_tokens=2048),
+        help="the constitutional-judge LLM",
     )
-    entries: Literal["train", "validation", "held_out"] = field(
-        default="train", metadata=_help("which part of the split to mine")
+    entries: Literal["train", "validation", "held_out"] = option(
+        "train", help="which part of the split to mine"
     )
-    categories: tuple[str, ...] = field(default=CATEGORIES, metadata=_help("categories to mine"))
-    entries_per_category: int = field(
-        default=0, metadata=_help("first N entries per category (0 = all)")
+    categories: tuple[str, ...] = option(CATEGORIES, help="categories to mine")
+    entries_per_category: int = option(0, help="first N entries per category (0 = all)")
+    split: SplitConfig = option(factory=SplitConfig, help="the data split")
+    entry_ids: tuple[str, ...] = option(
+        (), help="explicit BFCL entry ids to mine (replaces the split's)"
     )
-    split: SplitConfig = field(default_factory=SplitConfig, metadata=_help("the data split"))
-    entry_ids: tuple[str, ...] = field(
-        default=(), metadata=_help("explicit BFCL entry ids to mine (replaces the split's)")
+    max_steps_per_turn: int = option(5, help="agent steps per user turn")
+    tool_docs: Literal["json", "compact"] = option(
+        "json", help="tool list in the agent's system prompt"
     )
-    max_steps_per_turn: int = field(default=5, metadata=_help("agent steps per user turn"))
-    tool_docs: Literal["json", "compact"] = field(
-        default="json", metadata=_help("tool list in the agent's system prompt")
-    )
-    min_count: int = field(
-        default=2, metadata=_help("a failure pattern needs this many occurrences")
-    )
-    max_groups: int = field(default=50, metadata=_help("most failure patterns to write hints for"))
-    max_attempts: int = field(default=3, metadata=_help("generator tries per pattern"))
-    pack_name: str = field(default="mined", metadata=_help("name of the written hint pack"))
-    concurrency: int = field(default=8, metadata=_help("agent episodes in flight"))
+    min_count: int = option(2, help="a failure pattern needs this many occurrences")
+    max_groups: int = option(50, help="most failure patterns to write hints for")
+    max_attempts: int = option(3, help="generator tries per pattern")
+    pack_name: str = option("mined", help="name of the written hint pack")
+    concurrency: int = option(8, help="agent episodes in flight")
 
 
 def mine_failures(cfg: AugmentConfig, run: Run) -> list[dict[str, Any]]:

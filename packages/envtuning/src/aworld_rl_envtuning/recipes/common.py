@@ -3,46 +3,39 @@
 from __future__ import annotations
 
 import functools
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any, Literal
 
+from aworld_rl_core.config import option
 from aworld_rl_envtuning.data import CATEGORIES, SplitConfig
-
-
-def _help(text: str) -> dict[str, str]:
-    return {"help": text}
 
 
 @dataclass(frozen=True, kw_only=True)
 class EnvConfig:
     """The environment, shared by every stage (stages switch augmentation, reward and prompt)."""
 
-    max_steps_per_turn: int = field(
-        default=5, metadata=_help("model steps per user turn before it is force-advanced")
+    max_steps_per_turn: int = option(
+        5, help="model steps per user turn before it is force-advanced"
     )
-    hint_packs: tuple[str, ...] = field(
-        default=("default",),
-        metadata=_help("hint packs (shipped names or .yaml/.json paths); later ones win"),
+    hint_packs: tuple[str, ...] = option(
+        ("default",), help="hint packs (shipped names or .yaml/.json paths); later ones win"
     )
-    error_dicts_fail: bool = field(
-        default=True,
-        metadata=_help("count {'error': ...} results as failed calls (false: released code)"),
+    error_dicts_fail: bool = option(
+        True, help="count {'error': ...} results as failed calls (false: released code)"
     )
-    denominator: Literal["expected", "reached"] = field(
-        default="expected",
-        metadata=_help("progress over the entry's expected turns, or over turns reached"),
+    denominator: Literal["expected", "reached"] = option(
+        "expected", help="progress over the entry's expected turns, or over turns reached"
     )
-    format_denominator: Literal["steps", "entries"] = field(
-        default="steps",
-        metadata=_help("R_format's N: model responses, or reward entries (released code)"),
+    format_denominator: Literal["steps", "entries"] = option(
+        "steps", help="R_format's N: model responses, or reward entries (released code)"
     )
-    mix_progress: float = field(
-        default=0.9, metadata=_help("weight of R_P in the mixed reward (R_format gets the rest)")
+    mix_progress: float = option(
+        0.9, help="weight of R_P in the mixed reward (R_format gets the rest)"
     )
-    tool_docs: Literal["json", "compact"] = field(
-        default="json", metadata=_help("tool list in the system prompt: BFCL JSON or one line each")
+    tool_docs: Literal["json", "compact"] = option(
+        "json", help="tool list in the system prompt: BFCL JSON or one line each"
     )
-    think_tag: str = field(default="think", metadata=_help("reasoning tag name"))
+    think_tag: str = option("think", help="reasoning tag name")
 
     def options(
         self, *, reward: str, augmentation: bool, prompt_style: str, max_steps: int | None = None
@@ -74,11 +67,9 @@ class EnvConfig:
 class DataConfig(SplitConfig):
     """Which BFCL entries train and validate (the split is written to the run directory)."""
 
-    easy_size: int = field(
-        default=75, metadata=_help("stage 1: base training entries with the fewest GT calls")
-    )
-    max_train_entries: int = field(
-        default=0, metadata=_help("cap on each stage's training entries (0 = no cap; CPU runs)")
+    easy_size: int = option(75, help="stage 1: base training entries with the fewest GT calls")
+    max_train_entries: int = option(
+        0, help="cap on each stage's training entries (0 = no cap; CPU runs)"
     )
 
 
@@ -86,17 +77,15 @@ class DataConfig(SplitConfig):
 class ValidationConfig:
     """The validation after every training round (BFCL accuracy, augmentation off)."""
 
-    entries_per_category: int = field(
-        default=25, metadata=_help("validation entries per category (paper: 100 in all)")
+    entries_per_category: int = option(
+        25, help="validation entries per category (paper: 100 in all)"
     )
-    max_steps_per_turn: int = field(
-        default=20, metadata=_help("model steps per user turn (BFCL uses 20)")
-    )
-    max_tokens: int = field(default=4096, metadata=_help("max new tokens per model response"))
-    temperature: float = field(default=0.0, metadata=_help("sampling temperature (0: greedy)"))
-    max_batch_size: int = field(default=8, metadata=_help("local model: responses per batch"))
-    concurrency: int = field(default=8, metadata=_help("episodes in flight"))
-    device: str = field(default="cpu", metadata=_help("local model: torch device"))
+    max_steps_per_turn: int = option(20, help="model steps per user turn (BFCL uses 20)")
+    max_tokens: int = option(4096, help="max new tokens per model response")
+    temperature: float = option(0.0, help="sampling temperature (0: greedy)")
+    max_batch_size: int = option(8, help="local model: responses per batch")
+    concurrency: int = option(8, help="episodes in flight")
+    device: str = option("cpu", help="local model: torch device")
 
 
 def check_categories(categories: tuple[str, ...]) -> tuple[str, ...]:

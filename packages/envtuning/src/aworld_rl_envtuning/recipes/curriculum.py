@@ -3,10 +3,11 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any
 
 from aworld_rl_core.backends.config import ModelConfig, RLConfig, TrainerConfig
+from aworld_rl_core.config import option
 from aworld_rl_core.recipe import Run, RunResult
 from aworld_rl_core.tracking import TrackingConfig
 from aworld_rl_envtuning.curriculum import (
@@ -17,10 +18,6 @@ from aworld_rl_envtuning.curriculum import (
 )
 from aworld_rl_envtuning.data import bfcl_split, read_split, write_split
 from aworld_rl_envtuning.recipes.common import DataConfig, EnvConfig, ValidationConfig
-
-
-def _help(text: str) -> dict[str, str]:
-    return {"help": text}
 
 
 def paper_trainer() -> TrainerConfig:
@@ -49,40 +46,35 @@ def paper_trainer() -> TrainerConfig:
 class EvaluationConfig:
     """The evaluation after the last stage (held-out entries, augmentation off)."""
 
-    entries_per_category: int = field(
-        default=0, metadata=_help("held-out entries per category (0 = all 300; -1 = skip)")
+    entries_per_category: int = option(
+        0, help="held-out entries per category (0 = all 300; -1 = skip)"
     )
 
 
 @dataclass(frozen=True, kw_only=True)
 class _Common:
-    model: ModelConfig = field(
-        default_factory=lambda: ModelConfig(name_or_path="Qwen/Qwen2.5-7B-Instruct"),
-        metadata=_help("policy model"),
+    model: ModelConfig = option(
+        factory=lambda: ModelConfig(name_or_path="Qwen/Qwen2.5-7B-Instruct"), help="policy model"
     )
-    trainer: TrainerConfig = field(default_factory=paper_trainer, metadata=_help("training"))
-    env: EnvConfig = field(default_factory=EnvConfig, metadata=_help("environment"))
-    data: DataConfig = field(default_factory=DataConfig, metadata=_help("BFCL split"))
-    validation: ValidationConfig = field(
-        default_factory=ValidationConfig, metadata=_help("validation between rounds")
+    trainer: TrainerConfig = option(factory=paper_trainer, help="training")
+    env: EnvConfig = option(factory=EnvConfig, help="environment")
+    data: DataConfig = option(factory=DataConfig, help="BFCL split")
+    validation: ValidationConfig = option(
+        factory=ValidationConfig, help="validation between rounds"
     )
-    transition: TransitionConfig = field(
-        default_factory=TransitionConfig, metadata=_help("when a stage ends")
-    )
-    tracking: TrackingConfig = field(
-        default_factory=TrackingConfig, metadata=_help("experiment trackers")
-    )
+    transition: TransitionConfig = option(factory=TransitionConfig, help="when a stage ends")
+    tracking: TrackingConfig = option(factory=TrackingConfig, help="experiment trackers")
 
 
 @dataclass(frozen=True, kw_only=True)
 class CurriculumConfig(_Common):
     """EnvTuning's four-stage curriculum, each stage from the previous stage's checkpoint."""
 
-    stages: tuple[StageConfig, ...] = field(
-        default_factory=paper_stages, metadata=_help("the stages, in order (paper: four)")
+    stages: tuple[StageConfig, ...] = option(
+        factory=paper_stages, help="the stages, in order (paper: four)"
     )
-    evaluation: EvaluationConfig = field(
-        default_factory=EvaluationConfig, metadata=_help("final held-out evaluation")
+    evaluation: EvaluationConfig = option(
+        factory=EvaluationConfig, help="final held-out evaluation"
     )
 
 
@@ -90,9 +82,7 @@ class CurriculumConfig(_Common):
 class StageRecipeConfig(_Common):
     """One curriculum stage (``model.name_or_path``: the previous stage's checkpoint)."""
 
-    stage: StageConfig = field(
-        default_factory=lambda: paper_stages()[1], metadata=_help("the stage to train")
-    )
+    stage: StageConfig = option(factory=lambda: paper_stages()[1], help="the stage to train")
 
 
 def _split(cfg: _Common, run: Run) -> Any:

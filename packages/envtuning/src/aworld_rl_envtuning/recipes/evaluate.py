@@ -10,10 +10,11 @@ accuracy table and a per-category plot.
 from __future__ import annotations
 
 import json
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
 
+from aworld_rl_core.config import option
 from aworld_rl_core.llm import LLMConfig
 from aworld_rl_core.recipe import Run, RunResult
 from aworld_rl_envtuning.data import CATEGORIES, SplitConfig
@@ -23,48 +24,39 @@ if TYPE_CHECKING:
     from aworld_rl_envtuning.recipes.common import EnvConfig, ValidationConfig
 
 
-def _help(text: str) -> dict[str, str]:
-    return {"help": text}
-
-
 @dataclass(frozen=True, kw_only=True)
 class EvalEnvConfig:
     """The evaluation environment (no augmentation: BFCL's own error messages)."""
 
-    max_steps_per_turn: int = field(default=20, metadata=_help("model steps per user turn"))
-    prompt_style: Literal["basic", "resourceful"] = field(
-        default="resourceful", metadata=_help("system prompt of stages 1-2 or 3-4")
+    max_steps_per_turn: int = option(20, help="model steps per user turn")
+    prompt_style: Literal["basic", "resourceful"] = option(
+        "resourceful", help="system prompt of stages 1-2 or 3-4"
     )
-    tool_docs: Literal["json", "compact"] = field(
-        default="json", metadata=_help("tool list: BFCL JSON docs or one line per function")
+    tool_docs: Literal["json", "compact"] = option(
+        "json", help="tool list: BFCL JSON docs or one line per function"
     )
-    think_tag: str = field(default="think", metadata=_help("reasoning tag name"))
+    think_tag: str = option("think", help="reasoning tag name")
 
 
 @dataclass(frozen=True, kw_only=True)
 class EvalConfig:
     """BFCL multi-turn evaluation."""
 
-    agent: Literal["llm", "ground_truth"] = field(
-        default="llm",
-        metadata=_help("llm: the model in `llm`; ground_truth: BFCL's answers (a 100% check)"),
+    agent: Literal["llm", "ground_truth"] = option(
+        "llm", help="llm: the model in `llm`; ground_truth: BFCL's answers (a 100% check)"
     )
-    llm: LLMConfig = field(
-        default_factory=lambda: LLMConfig(temperature=0.0, max_tokens=4096),
-        metadata=_help("the agent (tiny:<arch> as a local model name builds core's tiny model)"),
+    llm: LLMConfig = option(
+        factory=lambda: LLMConfig(temperature=0.0, max_tokens=4096),
+        help="the agent (tiny:<arch> as a local model name builds core's tiny model)",
     )
-    entries: Literal["held_out", "validation", "train", "all"] = field(
-        default="held_out", metadata=_help("which part of the split (all: whole categories)")
+    entries: Literal["held_out", "validation", "train", "all"] = option(
+        "held_out", help="which part of the split (all: whole categories)"
     )
-    categories: tuple[str, ...] = field(
-        default=CATEGORIES, metadata=_help("BFCL multi-turn categories")
-    )
-    entries_per_category: int = field(
-        default=0, metadata=_help("first N entries per category (0 = all)")
-    )
-    split: SplitConfig = field(default_factory=SplitConfig, metadata=_help("the data split"))
-    env: EvalEnvConfig = field(default_factory=EvalEnvConfig, metadata=_help("environment"))
-    concurrency: int = field(default=16, metadata=_help("episodes in flight"))
+    categories: tuple[str, ...] = option(CATEGORIES, help="BFCL multi-turn categories")
+    entries_per_category: int = option(0, help="first N entries per category (0 = all)")
+    split: SplitConfig = option(factory=SplitConfig, help="the data split")
+    env: EvalEnvConfig = option(factory=EvalEnvConfig, help="environment")
+    concurrency: int = option(16, help="episodes in flight")
 
 
 def _entry_ids(cfg: EvalConfig) -> list[str]:
