@@ -306,8 +306,18 @@ class _Handler(BaseHTTPRequestHandler):
         for key, value in (headers or {}).items():
             self.send_header(key, value)
         self.end_headers()
+        self._finish()  # counted out before the client can read its answer
         self.wfile.write(body)
         self.wfile.flush()
+
+    def _begin(self, record: RecordedRequest) -> None:
+        self.server.owner._enter(record)
+        self._counted = True
+
+    def _finish(self) -> None:
+        if getattr(self, "_counted", False):
+            self._counted = False
+            self.server.owner._leave()
 
     def _json(self, status: int, data: Any) -> None:
         self._send(status, json.dumps(data).encode())
@@ -319,7 +329,7 @@ class _Handler(BaseHTTPRequestHandler):
 
     def do_GET(self) -> None:
         owner = self.server.owner
-        owner._enter(RecordedRequest("GET", self.path, dict(self.headers), None))
+        self._begin(RecordedRequest("GET", self.path, dict(self.headers), None))
         try:
             if self.path.rstrip("/").endswith("/models"):
                 self._json(
@@ -328,7 +338,7 @@ class _Handler(BaseHTTPRequestHandler):
             else:
                 self._json(404, {"error": {"message": f"no route {self.path}"}})
         finally:
-            owner._leave()
+            self._finish()
 
     def do_POST(self) -> None:
         owner = self.server.owner
@@ -337,11 +347,11 @@ class _Handler(BaseHTTPRequestHandler):
             body = json.loads(raw)
         except ValueError:
             body = None
-        owner._enter(RecordedRequest("POST", self.path, dict(self.headers), body))
+        self._begin(RecordedRequest("POST", self.path, dict(self.headers), body))
         try:
             self._answer(owner, body)
         finally:
-            owner._leave()
+            self._finish()
 
     def _answer(self, owner: ScriptedLLMServer, body: Any) -> None:
         if not self.path.rstrip("/").endswith("/chat/completions"):
