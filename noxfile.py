@@ -24,6 +24,7 @@ TORCH = "torch==2.13.0"  # install first: pip takes the CPU build from the local
 # bfcl-eval: --no-deps (it pins numpy 1.26 and all vendor SDKs); core[bfcl] lists its needs
 BFCL = "bfcl-eval==2026.3.23"
 NO_TESTS = 5  # pytest's exit code when nothing was collected
+OFFLINE = {"HF_HUB_OFFLINE": "1", "TRANSFORMERS_OFFLINE": "1", "TOKENIZERS_PARALLELISM": "false"}
 
 nox.options.default_venv_backend = "virtualenv"
 nox.options.reuse_venv = "yes"
@@ -51,7 +52,7 @@ def tests(session: nox.Session, package: str) -> None:
         "-q",
         *session.posargs,
         success_codes=[0, NO_TESTS],
-        env={"HF_HUB_OFFLINE": "1", "TRANSFORMERS_OFFLINE": "1", "TOKENIZERS_PARALLELISM": "false"},
+        env=OFFLINE,
     )
 
 
@@ -67,7 +68,7 @@ def tests_verl(session: nox.Session) -> None:
         "-q",
         *session.posargs,
         success_codes=[0, NO_TESTS],
-        env={"HF_HUB_OFFLINE": "1", "TOKENIZERS_PARALLELISM": "false"},
+        env=OFFLINE,
     )
 
 
@@ -88,7 +89,7 @@ def tests_llamafactory(session: nox.Session) -> None:
         "-q",
         *session.posargs,
         success_codes=[0, NO_TESTS],
-        env={"HF_HUB_OFFLINE": "1", "TOKENIZERS_PARALLELISM": "false"},
+        env=OFFLINE,
     )
 
 
@@ -122,7 +123,7 @@ def quickstart(session: nox.Session) -> None:
         "--preset",
         "tiny-cpu",
         *session.posargs,
-        env={"HF_HUB_OFFLINE": "1", "TOKENIZERS_PARALLELISM": "false"},
+        env=OFFLINE,
     )
 
 
