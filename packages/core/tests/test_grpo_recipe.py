@@ -8,8 +8,8 @@ import pytest
 
 from aworld_rl_core.config import load_config
 from aworld_rl_core.errors import ConfigError
-from aworld_rl_core.recipe import Run, execute
 from aworld_rl_core.recipes.grpo import GrpoRecipeConfig, build_job, run
+from aworld_rl_core.runs import Run, execute
 
 PRESETS = "aworld_rl_core:configs/grpo"
 

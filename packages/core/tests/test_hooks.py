@@ -5,7 +5,7 @@ import re
 import sys
 from pathlib import Path
 
-from aworld_rl_core import hookimpl, hookspecs, plugins
+from aworld_rl_core import hookimpl, hookspecs, registry
 
 DOCS = Path(__file__).parents[3] / "docs" / "hooks.md"
 HOOKS = [name for name, _ in inspect.getmembers(hookspecs, inspect.isfunction)]
@@ -18,7 +18,7 @@ class Everything:
 
     @hookimpl
     def register_environments(self, register):
-        register("t.env", "aworld_rl_core.env:Step")
+        register("t.env", "aworld_rl_core.environment:Step")
 
     @hookimpl
     def register_rewards(self, register):
@@ -34,34 +34,34 @@ class Everything:
 
 
 def _registry():
-    return plugins.build_registry(extra=[("t", Everything())], entry_points=False)
+    return registry.build_registry(extra=[("t", Everything())], entry_points=False)
 
 
 def test_hook_register_datasets():
-    with plugins.use_registry(_registry()):
-        assert list(plugins.get_dataset("t.rows")(n=3)) == [{"n": 3}]
+    with registry.use_registry(_registry()):
+        assert list(registry.get_dataset("t.rows")(n=3)) == [{"n": 3}]
 
 
 def test_hook_register_environments():
-    from aworld_rl_core.env import Step
+    from aworld_rl_core.environment import Step
 
-    with plugins.use_registry(_registry()):
-        assert plugins.get_environment("t.env") is Step
+    with registry.use_registry(_registry()):
+        assert registry.get_environment("t.env") is Step
 
 
 def test_hook_register_rewards():
-    with plugins.use_registry(_registry()):
-        assert plugins.get_reward("t.len")(["ab", ""]) == [2.0, 0.0]
+    with registry.use_registry(_registry()):
+        assert registry.get_reward("t.len")(["ab", ""]) == [2.0, 0.0]
 
 
 def test_hook_register_trainers():
-    with plugins.use_registry(_registry()):
-        assert plugins.get_trainer("t.loss")(2, 3) == 5
+    with registry.use_registry(_registry()):
+        assert registry.get_trainer("t.loss")(2, 3) == 5
 
 
 def test_hook_register_recipes():
-    with plugins.use_registry(_registry()):
-        entry = plugins.get_recipe("t.recipe")
+    with registry.use_registry(_registry()):
+        entry = registry.get_recipe("t.recipe")
         assert entry.config_cls() is sys.modules["demo_plugin"].CountConfig
 
 

@@ -3,12 +3,12 @@ import importlib.metadata as md
 import pytest
 from demo_plugin import DemoPlugin
 
-from aworld_rl_core import hookimpl, plugins
+from aworld_rl_core import hookimpl, registry
 from aworld_rl_core.errors import PluginError
 
 
 def test_core_registers_backends_and_recipes():
-    reg = plugins.build_registry()
+    reg = registry.build_registry()
     assert {"trl", "hf-sft", "verl", "llamafactory"} <= set(reg.entries["trainers"])
     assert "core.bfcl-check" in reg.entries["recipes"]
     assert reg.entries["recipes"]["core.bfcl-check"].plugin == "core"
@@ -25,32 +25,32 @@ def test_duplicate_name_names_both_plugins():
     with pytest.raises(
         PluginError, match="'demo.count' is registered by both plugin '(demo|twin)'"
     ):
-        plugins.build_registry(extra=[("demo", DemoPlugin()), ("twin", Twin())])
+        registry.build_registry(extra=[("demo", DemoPlugin()), ("twin", Twin())])
 
 
 def test_disable_plugins_env(monkeypatch):
     monkeypatch.setenv("AWORLD_RL_DISABLE_PLUGINS", "demo, core")
-    reg = plugins.build_registry(extra=[("demo", DemoPlugin())])
+    reg = registry.build_registry(extra=[("demo", DemoPlugin())])
     assert "demo.count" not in reg.entries["recipes"]
     assert "trl" not in reg.entries["trainers"]
 
 
 def test_unknown_name_suggests_closest(demo_registry):
     with pytest.raises(PluginError, match="unknown recipe 'demo.cout'; did you mean 'demo.count'"):
-        plugins.get_recipe("demo.cout")
+        registry.get_recipe("demo.cout")
 
 
 def test_lazy_target_missing_module_is_reported(demo_registry):
     with pytest.raises(PluginError, match="needs the missing module 'tests_demo_reward'"):
-        plugins.get_reward("demo.length")
+        registry.get_reward("demo.length")
 
 
 def test_accessors_resolve_lazy_targets(demo_registry):
     from demo_plugin import CountConfig
 
-    entry = plugins.get_recipe("demo.count")
+    entry = registry.get_recipe("demo.count")
     assert entry.config_cls() is CountConfig and entry.help == "count to steps"
-    assert "demo.count" in plugins.names("recipes")
+    assert "demo.count" in registry.names("recipes")
 
 
 def test_broken_entry_point_is_reported_not_hidden(monkeypatch):
@@ -67,12 +67,12 @@ def test_broken_entry_point_is_reported_not_hidden(monkeypatch):
         return [*list(real(**kw)), BrokenEP()]
 
     monkeypatch.setattr(md, "entry_points", fake)
-    reg = plugins.build_registry()
+    reg = registry.build_registry()
     broken = next(p for p in reg.plugins if p.name == "broken")
     assert "ModuleNotFoundError" in broken.error and "torch" in broken.error
     assert reg.failures == [broken]
 
 
 def test_resolve_plain_objects_and_dotted_attrs():
-    assert plugins.resolve(len) is len
-    assert plugins.resolve("os.path:join.__name__") == "join"
+    assert registry.resolve(len) is len
+    assert registry.resolve("os.path:join.__name__") == "join"

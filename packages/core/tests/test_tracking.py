@@ -3,8 +3,8 @@ import math
 
 import pytest
 
-from aworld_rl_core.recipe import Run
 from aworld_rl_core.report import plot_series
+from aworld_rl_core.runs import Run
 from aworld_rl_core.tracking import TrackingConfig, read_metrics
 
 

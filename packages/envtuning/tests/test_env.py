@@ -4,7 +4,7 @@ import json
 
 import pytest
 
-from aworld_rl_core.env import Step
+from aworld_rl_core.environment import Step
 from aworld_rl_core.testing.contracts import EnvironmentContract
 from aworld_rl_core.tooluse.bfcl import MULTI_TURN_CATEGORIES, load_category
 from aworld_rl_envtuning.env import EnvTuningEnv, get_entry, make_env

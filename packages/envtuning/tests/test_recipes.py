@@ -5,9 +5,9 @@ import json
 import pytest
 import yaml
 
-from aworld_rl_core import plugins
+from aworld_rl_core import registry
 from aworld_rl_core.config import load_config
-from aworld_rl_core.recipe import execute
+from aworld_rl_core.runs import execute
 from aworld_rl_core.testing.contracts import PluginContract, RecipeContract
 from aworld_rl_core.testing.llm_server import ScriptedLLMServer
 from aworld_rl_envtuning.curriculum import paper_stages
@@ -86,7 +86,7 @@ class TestAugmentRecipe(RecipeContract):
 
 
 def test_paper_presets_carry_the_paper_settings():
-    entry = plugins.get_recipe("envtuning.curriculum")
+    entry = registry.get_recipe("envtuning.curriculum")
     cfg = load_config(entry.config_cls(), preset="paper", presets=entry.presets)
     rl = cfg.trainer.rl
     assert cfg.trainer.backend == "verl" and cfg.trainer.learning_rate == 1e-6
@@ -100,7 +100,7 @@ def test_paper_presets_carry_the_paper_settings():
 
 def test_curriculum_resumes_finished_stages_without_training(tmp_path, aworld_home):
     """A run whose state says every stage is done only re-evaluates (no backend call)."""
-    entry = plugins.get_recipe("envtuning.curriculum")
+    entry = registry.get_recipe("envtuning.curriculum")
     cfg = load_config(
         entry.config_cls(),
         preset="tiny-cpu",
@@ -158,7 +158,7 @@ def _scripted_roles(body):
 def test_augment_writes_a_loadable_hint_pack(tmp_path, aworld_home):
     from aworld_rl_envtuning.augmentation import load_hint_pack
 
-    entry = plugins.get_recipe("envtuning.augment")
+    entry = registry.get_recipe("envtuning.augment")
     with ScriptedLLMServer(_scripted_roles) as server:
         llm = {
             "provider": "openai",
@@ -194,7 +194,7 @@ def test_augment_writes_a_loadable_hint_pack(tmp_path, aworld_home):
 
 def test_paper_preset_dry_run_writes_verl_launches(tmp_path, aworld_home):
     """The paper preset on verl without GPUs: each stage's launch is written, nothing runs."""
-    entry = plugins.get_recipe("envtuning.curriculum")
+    entry = registry.get_recipe("envtuning.curriculum")
     cfg = load_config(
         entry.config_cls(),
         preset="paper",
@@ -234,7 +234,7 @@ def test_paper_preset_dry_run_writes_verl_launches(tmp_path, aworld_home):
 
 
 def test_ground_truth_agent_scores_100_on_all_800(tmp_path, aworld_home):
-    entry = plugins.get_recipe("envtuning.eval")
+    entry = registry.get_recipe("envtuning.eval")
     cfg = load_config(entry.config_cls(), preset="ground-truth", presets=entry.presets)
     result, run = execute(
         "envtuning.eval", entry.run_fn(), cfg, output_dir=tmp_path / "run", quiet=True

@@ -4,7 +4,7 @@ import json
 
 import pytest
 
-from aworld_rl_core import plugins
+from aworld_rl_core import registry
 from aworld_rl_core.testing.contracts import RewardContract
 
 TURN0 = json.dumps(
@@ -50,4 +50,4 @@ class TestBinary(RewardContract):
 
 def test_missing_entry_ids_is_a_clear_error():
     with pytest.raises(ValueError, match="entry_id"):
-        plugins.get_reward("envtuning.progress")(["x"])
+        registry.get_reward("envtuning.progress")(["x"])

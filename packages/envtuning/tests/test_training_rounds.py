@@ -7,7 +7,7 @@ import json
 import pytest
 
 from aworld_rl_core.config import load_config
-from aworld_rl_core.recipe import RunResult, execute
+from aworld_rl_core.runs import RunResult, execute
 from aworld_rl_envtuning.recipes import training
 from aworld_rl_envtuning.recipes.curriculum import CurriculumConfig, run_curriculum
 
@@ -35,7 +35,7 @@ def scripted(monkeypatch):
 
     def install(fail_at=None, curve=(0.1, 0.3, 0.3, 0.3, 0.3, 0.3)):
         backend = ScriptedBackend(jobs, fail_at)
-        monkeypatch.setattr("aworld_rl_core.plugins.get_trainer", lambda name: lambda: backend)
+        monkeypatch.setattr("aworld_rl_core.registry.get_trainer", lambda name: lambda: backend)
 
         def validate(model_path, ids, cfg, env, *, style):
             stage = model_path.split("/stages/")[1].split("/")[0]

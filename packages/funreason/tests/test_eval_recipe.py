@@ -8,7 +8,7 @@ import json
 import pytest
 
 from aworld_rl_core.config import load_config
-from aworld_rl_core.recipe import execute
+from aworld_rl_core.runs import execute
 from aworld_rl_funreason.recipes.evaluate import EvalConfig, run
 
 PRESETS = "aworld_rl_funreason:configs/eval"

@@ -12,7 +12,7 @@ if importlib.util.find_spec("llamafactory") is None:
     pytest.skip("needs llamafactory==0.9.5 (its own environment)", allow_module_level=True)
 
 from aworld_rl_core.config import load_config
-from aworld_rl_core.recipe import execute
+from aworld_rl_core.runs import execute
 from aworld_rl_funreason.recipes.sft import SftRecipeConfig, run
 
 

@@ -7,7 +7,7 @@ import json
 import pytest
 
 from aworld_rl_core.config import load_config
-from aworld_rl_core.recipe import execute
+from aworld_rl_core.runs import execute
 from aworld_rl_funreason.data import FcSample, export_samples, to_record
 from aworld_rl_funreason.loss import SRMLLoss
 from aworld_rl_funreason.recipes.sft import LossConfig, SftRecipeConfig, make_loss, run

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from aworld_rl_core.recipe import Run, RunResult
+from aworld_rl_core.runs import Run, RunResult
 from aworld_rl_mypaper.reward import exact_match
 
 

@@ -39,7 +39,7 @@ class CounterEnv:
         return [{"role": "user", "content": text}]
 
     def step(self, model_text: str) -> Any:
-        from aworld_rl_core.env import Step
+        from aworld_rl_core.environment import Step
 
         match = _ADD.search(model_text)
         if match is None:
@@ -72,7 +72,7 @@ def main() -> int:
     from aworld_rl_core.backends.config import ModelConfig, RLConfig, TrainerConfig
     from aworld_rl_core.backends.verl.backend import VerlBackend
     from aworld_rl_core.backends.verl.config import VerlConfig
-    from aworld_rl_core.recipe import Run
+    from aworld_rl_core.runs import Run
 
     out = Path(args.out).resolve()
     rows = [{"prompt": f"Bring the counter to {t}.", "target": t} for t in range(1, 33)]

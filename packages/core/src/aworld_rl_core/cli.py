@@ -10,7 +10,7 @@ import sys
 from collections.abc import Sequence
 from pathlib import Path
 
-from aworld_rl_core import plugins
+from aworld_rl_core import registry
 from aworld_rl_core.errors import AworldError
 
 USAGE = """\
@@ -79,15 +79,15 @@ def _plugins() -> int:
     from rich.console import Console
     from rich.table import Table
 
-    registry = plugins.registry()
+    reg = registry.current()
     console = Console()
     table = Table(title="aworld-rl plugins")
     for column in ("plugin", "package", "version", "registers"):
         table.add_column(column)
-    for info in registry.plugins:
+    for info in reg.plugins:
         owned = [
             f"{kind}: {', '.join(sorted(n for n, e in entries.items() if e.plugin == info.name))}"
-            for kind, entries in registry.entries.items()
+            for kind, entries in reg.entries.items()
             if any(e.plugin == info.name for e in entries.values())
         ]
         registers = "\n".join(owned) or "-"
@@ -95,13 +95,13 @@ def _plugins() -> int:
             registers = f"[red]failed to load: {info.error}[/red]"
         table.add_row(info.name, info.dist or "-", info.version or "-", registers)
     console.print(table)
-    return 1 if registry.failures else 0
+    return 1 if reg.failures else 0
 
 
 def _run(name: str, argv: list[str], *, show_only: bool) -> int:
     from aworld_rl_core.config import load_config, to_yaml
 
-    entry = plugins.get_recipe(name)
+    entry = registry.get_recipe(name)
     args = _recipe_parser(name).parse_intermixed_args(argv)
     if args.help:
         _print_recipe_help(entry)
@@ -119,7 +119,7 @@ def _run(name: str, argv: list[str], *, show_only: bool) -> int:
         return 0
     if args.resume and args.output_dir is None:
         raise AworldError("--resume needs --output-dir pointing at the run to continue")
-    from aworld_rl_core.recipe import execute
+    from aworld_rl_core.runs import execute
 
     try:
         result, run = execute(
@@ -141,7 +141,7 @@ def _run(name: str, argv: list[str], *, show_only: bool) -> int:
     return 0
 
 
-def _print_recipe_help(entry: plugins.RecipeEntry) -> None:
+def _print_recipe_help(entry: registry.RecipeEntry) -> None:
     from aworld_rl_core.config import describe, list_presets
 
     print(f"aworld-run {entry.name} [--preset NAME | --config FILE] [options] [key=value ...]\n")

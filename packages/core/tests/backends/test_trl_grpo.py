@@ -15,7 +15,7 @@ from aworld_rl_core.backends.base import TrainJob
 from aworld_rl_core.backends.config import ModelConfig, RLConfig, TrainerConfig
 from aworld_rl_core.backends.rollout import ChatCodec
 from aworld_rl_core.envs.toy import LowercaseEnv, lowercase_reward, toy_tasks
-from aworld_rl_core.recipe import Run
+from aworld_rl_core.runs import Run
 
 pytest.importorskip("trl")
 

@@ -6,7 +6,7 @@ import pytest
 from scripted_generation import ScriptedGenerator
 
 from aworld_rl_core.backends.rollout import ChatCodec, RolloutLimits, run_episodes
-from aworld_rl_core.env import Step
+from aworld_rl_core.environment import Step
 from aworld_rl_core.envs.toy import LowercaseEnv, lowercase_reward, lowercase_score, toy_tasks
 
 

@@ -21,7 +21,7 @@ from aworld_rl_core.backends.verl.config import VerlConfig
 from aworld_rl_core.backends.verl.launcher import hydra_value
 from aworld_rl_core.backends.verl.specs import EpisodeSpec, Ref
 from aworld_rl_core.errors import AworldError, ConfigError
-from aworld_rl_core.recipe import Run
+from aworld_rl_core.runs import Run
 
 pq = pytest.importorskip("pyarrow.parquet")
 
@@ -222,7 +222,7 @@ from aworld_rl_core.backends.base import TrainJob
 from aworld_rl_core.backends.config import ModelConfig, TrainerConfig
 from aworld_rl_core.backends.verl.config import VerlConfig
 from aworld_rl_core.backends.verl.backend import VerlBackend
-from aworld_rl_core.recipe import Run
+from aworld_rl_core.runs import Run
 from verl_toys import counter_env
 cfg = TrainerConfig(
     backend="verl", batch_size=1, verl=VerlConfig(dry_run=True, resolve_config=False)

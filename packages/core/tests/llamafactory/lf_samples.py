@@ -8,7 +8,7 @@ from typing import Any
 from aworld_rl_core.backends.base import TrainJob
 from aworld_rl_core.backends.config import ModelConfig, SFTConfig, TrainerConfig
 from aworld_rl_core.backends.llamafactory.config import LlamaFactoryConfig
-from aworld_rl_core.recipe import Run
+from aworld_rl_core.runs import Run
 
 ADD_TOOL = {
     "type": "function",

@@ -7,7 +7,7 @@ from pathlib import Path
 from typing import Literal
 
 from aworld_rl_core import hookimpl
-from aworld_rl_core.recipe import Run, RunResult
+from aworld_rl_core.runs import Run, RunResult
 
 
 @dataclass(frozen=True, kw_only=True)

@@ -8,8 +8,8 @@ import pytest
 
 from aworld_rl_core.config import load_config
 from aworld_rl_core.errors import ConfigError
-from aworld_rl_core.recipe import execute
 from aworld_rl_core.recipes.bfcl_check import DEFAULT_CATEGORIES, BfclCheckConfig, run
+from aworld_rl_core.runs import execute
 from aworld_rl_core.testing.contracts import RecipeContract
 
 PRESETS = "aworld_rl_core:configs/bfcl-check"

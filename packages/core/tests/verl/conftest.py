@@ -12,7 +12,7 @@ sys.path.insert(0, str(Path(__file__).parent))  # verl_toys
 
 from verl_toys import ToyPlugin
 
-from aworld_rl_core import plugins
+from aworld_rl_core import registry
 
 
 @pytest.fixture(scope="session")
@@ -30,8 +30,8 @@ def qwen3_tokenizer():
 @pytest.fixture
 def toy_registry():
     """The installed plugins plus ``toy.*`` (environment and rewards) as the current registry."""
-    reg = plugins.build_registry(extra=[("toy", ToyPlugin())])
-    with plugins.use_registry(reg):
+    reg = registry.build_registry(extra=[("toy", ToyPlugin())])
+    with registry.use_registry(reg):
         yield reg
 
 

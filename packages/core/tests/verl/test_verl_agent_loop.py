@@ -92,7 +92,7 @@ def segments(tokenizer, ids, mask):
 
 @pytest.fixture
 def agent_loop(verl_compose, qwen3_tokenizer, toy_registry):
-    import aworld_rl_core.backends.verl.plugin  # noqa: F401  (the entry point; registers)
+    import aworld_rl_core.backends.verl.entry_point  # noqa: F401  (the entry point; registers)
 
     def build(replies, **kw):
         server = ScriptedServer(qwen3_tokenizer, replies)
@@ -235,7 +235,7 @@ def test_verl_worker_batches_our_episodes(verl_compose, toy_registry, tiny_model
     from verl.experimental.agent_loop.agent_loop import AgentLoopWorker
     from verl.utils.ray_utils import get_event_loop  # the loop verl's agent loops use
 
-    import aworld_rl_core.backends.verl.plugin  # noqa: F401  (registers)
+    import aworld_rl_core.backends.verl.entry_point  # noqa: F401  (registers)
 
     rl = RLConfig(max_turns=4, max_response_tokens=64)
     trainer = TrainerConfig(backend="verl", batch_size=2, rl=rl, verl=VerlConfig())

@@ -12,7 +12,7 @@ from aworld_rl_core.backends.base import TrainJob
 from aworld_rl_core.backends.config import TrainerConfig
 from aworld_rl_core.backends.verl.launcher import write_data
 from aworld_rl_core.backends.verl.specs import EpisodeSpec
-from aworld_rl_core.recipe import Run
+from aworld_rl_core.runs import Run
 
 ROWS = [
     {

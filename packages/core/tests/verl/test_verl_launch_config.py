@@ -94,7 +94,7 @@ def test_dry_run_resolves_the_full_command_with_verl(tmp_path, capsys):
     from aworld_rl_core.backends.base import TrainJob
     from aworld_rl_core.backends.verl.backend import VerlBackend
     from aworld_rl_core.errors import ConfigError
-    from aworld_rl_core.recipe import Run
+    from aworld_rl_core.runs import Run
 
     rows = [{"prompt": f"count to {t}", "target": t} for t in (1, 2, 3, 4)]
     cfg = TrainerConfig(backend="verl", batch_size=2, verl=VerlConfig(dry_run=True))

@@ -27,7 +27,7 @@ def test_entry_point_is_declared():
     import importlib.metadata as md
 
     targets = {ep.value for ep in md.entry_points(group="verl.plugins")}
-    assert "aworld_rl_core.backends.verl.plugin" in targets
+    assert "aworld_rl_core.backends.verl.entry_point" in targets
 
 
 def _mean_baseline(token_level_rewards, response_mask, config=None, index=None, **kw):

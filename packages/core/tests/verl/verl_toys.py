@@ -12,7 +12,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from aworld_rl_core import hookimpl
-from aworld_rl_core.env import Step
+from aworld_rl_core.environment import Step
 
 _ADD = re.compile(r"^\s*add\s+(-?\d+)\s*$")
 

@@ -17,7 +17,7 @@ import json
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
-from aworld_rl_core.env import Message, Step
+from aworld_rl_core.environment import Message, Step
 from aworld_rl_core.tooluse import ParsedResponse, format_python_call, get_parser
 from aworld_rl_envtuning.augmentation import Augmenter, HintPack, method_owners
 from aworld_rl_envtuning.prompts import (

@@ -8,8 +8,8 @@ from typing import TYPE_CHECKING, Any, Protocol
 
 if TYPE_CHECKING:
     from aworld_rl_core.backends.config import ModelConfig, TrainerConfig
-    from aworld_rl_core.env import Environment
-    from aworld_rl_core.recipe import Run, RunResult
+    from aworld_rl_core.environment import Environment
+    from aworld_rl_core.runs import Run, RunResult
 
 RewardFn = Callable[..., list[float]]
 """TRL's shape: ``fn(completions, **columns) -> list[float]``."""

@@ -40,7 +40,7 @@ class HfSftBackend:
     def train(self, job: TrainJob) -> Any:
         from transformers import set_seed
 
-        from aworld_rl_core.recipe import RunResult
+        from aworld_rl_core.runs import RunResult
         from aworld_rl_core.testing.tiny import load_model_and_tokenizer
 
         trainer_cfg = job.trainer

@@ -13,7 +13,7 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
-from aworld_rl_core.env import Environment, Message
+from aworld_rl_core.environment import Environment, Message
 
 Generate = Callable[[Sequence[Sequence[int]], int], list[tuple[list[int], list[float] | None]]]
 """``generate(token_prompts, max_new_tokens) -> [(new_ids, logprobs or None), ...]``, one per

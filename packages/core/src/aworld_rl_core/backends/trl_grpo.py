@@ -17,7 +17,7 @@ from aworld_rl_core.backends.base import TrainJob
 from aworld_rl_core.backends.checkpoints import checkpoints, latest_checkpoint
 
 if TYPE_CHECKING:
-    from aworld_rl_core.recipe import RunResult
+    from aworld_rl_core.runs import RunResult
 
 log = logging.getLogger(__name__)
 
@@ -205,7 +205,7 @@ class TrlGrpoBackend:
         return trainer, callback
 
     def train(self, job: TrainJob) -> RunResult:
-        from aworld_rl_core.recipe import RunResult
+        from aworld_rl_core.runs import RunResult
 
         trainer, callback = self.build_trainer(job)
         t, run = job.trainer, job.run

@@ -16,7 +16,7 @@ from trl import GRPOTrainer
 
 from aworld_rl_core.backends.hf_generate import HfGenerator
 from aworld_rl_core.backends.rollout import ChatCodec, Episode, RolloutLimits, run_episodes
-from aworld_rl_core.env import Environment, Message, Step
+from aworld_rl_core.environment import Environment, Message, Step
 
 ROW_INDEX = "row_index"
 """The only data column TRL sees besides a placeholder prompt; rows stay Python objects."""

@@ -14,7 +14,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from aworld_rl_core.env import Message, Step
+from aworld_rl_core.environment import Message, Step
 
 TOPICS = (
     "the sea", "a forest", "winter", "a city at night", "bread", "rain", "a small boat",

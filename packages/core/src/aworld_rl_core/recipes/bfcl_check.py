@@ -15,7 +15,7 @@ from dataclasses import dataclass
 from typing import Any, Literal
 
 from aworld_rl_core.config import option
-from aworld_rl_core.recipe import Run, RunResult
+from aworld_rl_core.runs import Run, RunResult
 from aworld_rl_core.tooluse.bfcl.loader import (
     IRRELEVANCE_CATEGORIES,
     MULTI_TURN_CATEGORIES,

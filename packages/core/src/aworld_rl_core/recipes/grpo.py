@@ -22,7 +22,7 @@ from aworld_rl_core.envs.toy import (
     lowercase_env_for_row,
     toy_tasks,
 )
-from aworld_rl_core.recipe import Run, RunResult
+from aworld_rl_core.runs import Run, RunResult
 from aworld_rl_core.tracking import TrackingConfig
 
 
@@ -78,7 +78,7 @@ class GrpoRecipeConfig:
 
 def build_job(cfg: GrpoRecipeConfig, run: Run) -> TrainJob:
     """The backend job: toy task rows, one LowercaseEnv per episode, the named rewards."""
-    from aworld_rl_core.plugins import get_reward
+    from aworld_rl_core.registry import get_reward
 
     if cfg.reward.weights and len(cfg.reward.weights) != len(cfg.reward.names):
         raise ValueError(
@@ -118,7 +118,7 @@ def reward_curve(run: Run) -> list[tuple[int, float]]:
 
 def run(cfg: GrpoRecipeConfig, run: Run) -> RunResult:
     """Train with ``cfg.trainer.backend`` and report the reward curve."""
-    from aworld_rl_core.plugins import get_trainer
+    from aworld_rl_core.registry import get_trainer
 
     backend = get_trainer(cfg.trainer.backend)()
     result = backend.train(build_job(cfg, run))

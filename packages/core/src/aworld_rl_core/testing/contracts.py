@@ -17,10 +17,10 @@ from typing import Any, ClassVar
 
 import pytest
 
-from aworld_rl_core import plugins
+from aworld_rl_core import registry
 from aworld_rl_core.config import describe, list_presets, load_config, to_dict, to_yaml
-from aworld_rl_core.env import Environment, Step
-from aworld_rl_core.recipe import RunResult, execute
+from aworld_rl_core.environment import Environment, Step
+from aworld_rl_core.runs import RunResult, execute
 
 HEAVY_MODULES = ("torch", "transformers", "trl", "verl", "bfcl_eval", "faiss", "vllm")
 
@@ -32,13 +32,13 @@ class PluginContract:
     expected: ClassVar[Mapping[str, Sequence[str]]] = {}
 
     def test_entry_point_loads(self) -> None:
-        reg = plugins.build_registry()
+        reg = registry.build_registry()
         info = {p.name: p for p in reg.plugins}
         assert self.plugin in info, f"no aworld_rl entry point named '{self.plugin}'"
         assert info[self.plugin].error is None, info[self.plugin].error
 
     def test_registers_expected_names(self) -> None:
-        reg = plugins.build_registry()
+        reg = registry.build_registry()
         for kind, names in self.expected.items():
             mine = {n for n, e in reg.entries[kind].items() if e.plugin == self.plugin}
             assert set(names) <= mine, f"{kind}: missing {sorted(set(names) - mine)}"
@@ -64,8 +64,8 @@ class RecipeContract:
     run_tiny_cpu: ClassVar[bool] = True
     tiny_cpu_overrides: ClassVar[Sequence[str]] = ()
 
-    def entry(self) -> plugins.RecipeEntry:
-        return plugins.get_recipe(self.recipe)
+    def entry(self) -> registry.RecipeEntry:
+        return registry.get_recipe(self.recipe)
 
     def check_result(self, result: RunResult, run_dir: Path) -> None:
         """Override to assert on the tiny-cpu run's metrics and outputs."""
@@ -155,14 +155,14 @@ class RewardContract:
     examples: ClassVar[Sequence[tuple[list[Any], dict[str, list[Any]], list[float]]]] = ()
 
     def test_examples(self) -> None:
-        fn = plugins.get_reward(self.reward)
+        fn = registry.get_reward(self.reward)
         assert self.examples, "give at least one hand-computed example"
         for completions, columns, expected in self.examples:
             got = fn(completions, **columns)
             assert got == pytest.approx(expected)
 
     def test_garbage_completions_score(self) -> None:
-        fn = plugins.get_reward(self.reward)
+        fn = registry.get_reward(self.reward)
         completions, columns, _ = self.examples[0]
         garbage = ["\x00<think>", "}{"][: len(completions)] + [""] * max(0, len(completions) - 2)
         got = fn(garbage, **columns)
@@ -175,7 +175,7 @@ class BackendContract:
     backend: ClassVar[str]
 
     def test_backend_shape(self) -> None:
-        cls = plugins.get_trainer(self.backend)
+        cls = registry.get_trainer(self.backend)
         instance = cls()
         assert instance.name == self.backend
         assert callable(instance.train)

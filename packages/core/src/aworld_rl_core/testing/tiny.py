@@ -210,7 +210,7 @@ def tiny_model_dir(arch: str = "qwen3", seed: int = 0) -> Path:
     """
     if arch not in TINY_ARCHS:
         raise ValueError(f"unknown tiny architecture {arch!r}: use one of {', '.join(TINY_ARCHS)}")
-    from aworld_rl_core.recipe import aworld_home
+    from aworld_rl_core.runs import aworld_home
 
     target = aworld_home() / "tiny" / f"{arch}-seed{seed}"
     if (target / "config.json").is_file() and (target / "tokenizer_config.json").is_file():

@@ -8,7 +8,7 @@ from typing import Any
 
 from aworld_rl_core.backends.config import ModelConfig, RLConfig, TrainerConfig
 from aworld_rl_core.config import option
-from aworld_rl_core.recipe import Run, RunResult
+from aworld_rl_core.runs import Run, RunResult
 from aworld_rl_core.tracking import TrackingConfig
 from aworld_rl_envtuning.curriculum import (
     CurriculumState,

@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING, Any, Literal
 
 from aworld_rl_core.config import option
 from aworld_rl_core.llm import LLMConfig
-from aworld_rl_core.recipe import Run, RunResult
+from aworld_rl_core.runs import Run, RunResult
 from aworld_rl_envtuning.data import CATEGORIES, SplitConfig
 
 if TYPE_CHECKING:

@@ -19,7 +19,7 @@ from aworld_rl_envtuning.data import Split, easy_subset, records_for, training_r
 
 if TYPE_CHECKING:
     from aworld_rl_core.backends.config import ModelConfig, TrainerConfig
-    from aworld_rl_core.recipe import Run
+    from aworld_rl_core.runs import Run
     from aworld_rl_envtuning.curriculum import TransitionConfig
     from aworld_rl_envtuning.recipes.common import DataConfig, EnvConfig, ValidationConfig
 
@@ -108,8 +108,8 @@ def run_stage(
 ) -> list[dict[str, Any]]:
     """Train ``stage`` round by round until the transition rule ends it; its rounds' results."""
     from aworld_rl_core.backends.base import TrainJob
-    from aworld_rl_core.plugins import get_trainer
-    from aworld_rl_core.recipe import Run
+    from aworld_rl_core.registry import get_trainer
+    from aworld_rl_core.runs import Run
 
     ids = stage_entry_ids(stage, split, data)
     rows = training_rows(records_for(ids, "train", **_record_options(env)))

@@ -17,7 +17,7 @@ from typing import Any, Literal
 from aworld_rl_core.config import option
 from aworld_rl_core.llm import make_client
 from aworld_rl_core.llm.config import LLMConfig
-from aworld_rl_core.recipe import Run, RunResult
+from aworld_rl_core.runs import Run, RunResult
 from aworld_rl_funreason.evaluation import (
     LIVE,
     NON_LIVE,

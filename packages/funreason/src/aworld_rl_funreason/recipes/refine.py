@@ -14,7 +14,7 @@ from typing import Any, Literal
 
 from aworld_rl_core.config import option
 from aworld_rl_core.llm.config import LLMConfig
-from aworld_rl_core.recipe import Run, RunResult
+from aworld_rl_core.runs import Run, RunResult
 from aworld_rl_funreason.data import FcSample, read_samples, write_jsonl
 from aworld_rl_funreason.fcdr.pipeline import STAGES, FcdrSettings, Outcome, count_outcomes
 from aworld_rl_funreason.paths import resolve_path

@@ -12,7 +12,7 @@ from typing import Any, Literal
 
 from aworld_rl_core.backends.config import ModelConfig, SFTConfig, TrainerConfig
 from aworld_rl_core.config import option
-from aworld_rl_core.recipe import Run, RunResult
+from aworld_rl_core.runs import Run, RunResult
 from aworld_rl_funreason.data import FcSample, read_samples, to_record, write_jsonl
 from aworld_rl_funreason.paths import resolve_path
 
@@ -114,7 +114,7 @@ def train_on_samples(
 ) -> RunResult:
     """SFT ``samples`` with ``cfg``'s loss and backend (``model`` overrides ``cfg.model``)."""
     from aworld_rl_core.backends.base import TrainJob
-    from aworld_rl_core.plugins import get_trainer
+    from aworld_rl_core.registry import get_trainer
 
     rows, skipped = sft_rows(samples, cfg.data)
     if not rows:

@@ -37,7 +37,7 @@ from aworld_rl_core.backends.llamafactory.launch import (
 
 if TYPE_CHECKING:
     from aworld_rl_core.backends.base import TrainJob
-    from aworld_rl_core.recipe import Run, RunResult
+    from aworld_rl_core.runs import Run, RunResult
 
 POLL_S = 0.5
 LOG_TAIL_LINES = 40
@@ -49,7 +49,7 @@ class LlamaFactoryBackend:
     name = "llamafactory"
 
     def train(self, job: TrainJob) -> RunResult:
-        from aworld_rl_core.recipe import RunResult
+        from aworld_rl_core.runs import RunResult
 
         _check_job(job)
         lf = job.trainer.llamafactory

@@ -26,7 +26,7 @@ from aworld_rl_core.errors import AworldError, ConfigError
 
 if TYPE_CHECKING:
     from aworld_rl_core.backends.base import TrainJob
-    from aworld_rl_core.recipe import RunResult
+    from aworld_rl_core.runs import RunResult
 
 LOG_FILE = "verl.log"
 LAUNCH_FILE = "verl_launch.json"
@@ -80,7 +80,7 @@ class VerlBackend:
     name = "verl"
 
     def train(self, job: TrainJob) -> RunResult:
-        from aworld_rl_core.recipe import RunResult
+        from aworld_rl_core.runs import RunResult
 
         if job.loss is not None:
             raise ConfigError(

@@ -40,7 +40,7 @@ def to_jsonable(value: Any, where: str) -> Any:
 
 def import_path(obj: Any, what: str) -> str:
     """The ``module:qualname`` path that imports back to ``obj``, or a clear error."""
-    from aworld_rl_core.plugins import resolve
+    from aworld_rl_core.registry import resolve
 
     module = getattr(obj, "__module__", None)
     qualname = getattr(obj, "__qualname__", None)
@@ -102,14 +102,14 @@ class Ref:
 
     def load(self, kind: str) -> Callable[..., Any]:
         """The callable: imported by path, or looked up in the ``kind`` registry."""
-        from aworld_rl_core import plugins
+        from aworld_rl_core import registry
 
         if self.is_import_path:
-            target = plugins.resolve(self.target)
+            target = registry.resolve(self.target)
         elif kind == "environments":
-            target = plugins.get_environment(self.target)
+            target = registry.get_environment(self.target)
         elif kind == "rewards":
-            target = plugins.get_reward(self.target)
+            target = registry.get_reward(self.target)
         else:
             raise ValueError(f"unknown registry kind {kind!r}")
         if self.args or self.kwargs:

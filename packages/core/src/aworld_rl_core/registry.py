@@ -197,7 +197,7 @@ def _normalise(name: str) -> str:
 _current: Registry | None = None
 
 
-def registry() -> Registry:
+def current() -> Registry:
     """The process-wide registry, built on first use."""
     global _current
     if _current is None:
@@ -217,26 +217,26 @@ def use_registry(reg: Registry) -> Iterator[Registry]:
 
 
 def names(kind: str) -> list[str]:
-    return sorted(registry().entries[kind])
+    return sorted(current().entries[kind])
 
 
 def get_recipe(name: str) -> RecipeEntry:
-    entry = registry().get("recipes", name)
+    entry = current().get("recipes", name)
     assert isinstance(entry, RecipeEntry)
     return entry
 
 
 def get_environment(name: str) -> Any:
-    return registry().get("environments", name).load()
+    return current().get("environments", name).load()
 
 
 def get_reward(name: str) -> Any:
-    return registry().get("rewards", name).load()
+    return current().get("rewards", name).load()
 
 
 def get_trainer(name: str) -> Any:
-    return registry().get("trainers", name).load()
+    return current().get("trainers", name).load()
 
 
 def get_dataset(name: str) -> Any:
-    return registry().get("datasets", name).load()
+    return current().get("datasets", name).load()
