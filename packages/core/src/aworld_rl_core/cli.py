@@ -103,9 +103,6 @@ def _run(name: str, argv: list[str], *, show_only: bool) -> int:
 
     entry = registry.get_recipe(name)
     args = _recipe_parser(name).parse_intermixed_args(argv)
-    if args.help:
-        _print_recipe_help(entry)
-        return 0
     config_cls = entry.config_cls()
     cfg = load_config(
         config_cls,
@@ -114,6 +111,9 @@ def _run(name: str, argv: list[str], *, show_only: bool) -> int:
         presets=entry.presets,
         overrides=args.overrides,
     )
+    if args.help:
+        _print_recipe_help(entry, cfg, shown=args.preset or args.config)
+        return 0
     if show_only:
         print(to_yaml(cfg), end="")
         return 0
@@ -141,7 +141,7 @@ def _run(name: str, argv: list[str], *, show_only: bool) -> int:
     return 0
 
 
-def _print_recipe_help(entry: registry.RecipeEntry) -> None:
+def _print_recipe_help(entry: registry.RecipeEntry, cfg: object, shown: str | None) -> None:
     from aworld_rl_core.config import describe, list_presets
 
     print(f"aworld-run {entry.name} [--preset NAME | --config FILE] [options] [key=value ...]\n")
@@ -149,10 +149,12 @@ def _print_recipe_help(entry: registry.RecipeEntry) -> None:
         print(entry.help + "\n")
     presets = list_presets(entry.presets)
     print(f"presets: {', '.join(presets) or 'none'}\n")
-    print("options: --output-dir DIR, --resume, --quiet, --debug\n")
-    print("config keys (key=value):")
-    for doc in describe(entry.config_cls()):
-        print(f"  {doc.key} ({doc.type}, default {doc.default!r})")
+    print("options: --output-dir DIR, --resume, --overwrite, --quiet, --debug\n")
+    source = f"with {shown}" if shown else "the recipe's defaults"
+    print(f"config keys (key=value; defaults: {source}):")
+    for doc in describe(type(cfg), defaults=cfg):
+        bounds = f", {doc.bounds}" if doc.bounds else ""
+        print(f"  {doc.key} ({doc.type}{bounds}, default {doc.default!r})")
         if doc.help:
             print(f"      {doc.help}")
 
