@@ -68,6 +68,7 @@ def _dispatch(argv: list[str]) -> int:
     command, rest = argv[0], argv[1:]
     if command == "plugins":
         return _plugins()
+    _warn_broken_plugins()
     if command == "show-config":
         if not rest or rest[0].startswith("-"):
             raise AworldError("show-config needs a recipe name: aworld-run show-config RECIPE")
@@ -77,6 +78,7 @@ def _dispatch(argv: list[str]) -> int:
 
 def _plugins() -> int:
     from rich.console import Console
+    from rich.markup import escape
     from rich.table import Table
 
     reg = registry.current()
@@ -90,12 +92,30 @@ def _plugins() -> int:
             for kind, entries in reg.entries.items()
             if any(e.plugin == info.name for e in entries.values())
         ]
+        owned += [
+            f"[yellow]{kind[:-1]} {name}: blocked, also registered by "
+            f"{', '.join(o for o in owners if o != info.name) or 'itself'}[/yellow]"
+            for (kind, name), owners in reg.conflicts.items()
+            if info.name in owners
+        ]
         registers = "\n".join(owned) or "-"
         if info.error:
-            registers = f"[red]failed to load: {info.error}[/red]"
+            registers = f"[red]failed: {escape(info.error)}[/red]"
         table.add_row(info.name, info.dist or "-", info.version or "-", registers)
     console.print(table)
-    return 1 if reg.failures else 0
+    for kind, name in reg.conflicts:
+        console.print(f"[yellow]{escape(reg.conflict_message(kind, name))}[/yellow]")
+    return 1 if reg.failures or reg.conflicts else 0
+
+
+def _warn_broken_plugins() -> None:
+    reg = registry.current()
+    broken = [p.name for p in reg.failures] + [name for _, name in reg.conflicts]
+    if broken:
+        print(
+            f"aworld-run: warning: not available: {', '.join(broken)} (see `aworld-run plugins`)",
+            file=sys.stderr,
+        )
 
 
 def _run(name: str, argv: list[str], *, show_only: bool) -> int:
