@@ -6,7 +6,7 @@ from __future__ import annotations
 import pytest
 
 from aworld_rl_core.llm import OpenAIClient, RetryPolicy
-from aworld_rl_core.testing.llm_server import ScriptedLLM, ScriptedTransport
+from aworld_rl_core.llm.scripted_server import ScriptedLLM, ScriptedTransport
 
 
 class SleepRecorder:

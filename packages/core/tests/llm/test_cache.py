@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 
 from aworld_rl_core.llm import CachedClient, LLMConfig, ResponseCache, cache_key, make_client
-from aworld_rl_core.testing.llm_server import ScriptedLLMServer, ScriptedTransport
+from aworld_rl_core.llm.scripted_server import ScriptedLLMServer, ScriptedTransport
 
 USER = [{"role": "user", "content": "hello"}]
 SRC = str(Path(__import__("aworld_rl_core").__file__).parents[1])
@@ -63,7 +63,7 @@ def test_identical_requests_in_flight_share_one_call(make_openai, tmp_path):
 
 def test_errors_are_not_cached(make_openai, tmp_path):
     from aworld_rl_core.llm import LLMHTTPError
-    from aworld_rl_core.testing.llm_server import Fault
+    from aworld_rl_core.llm.scripted_server import Fault
 
     with ScriptedLLMServer([Fault.error(400, "nope"), "fine"]) as server:
         client = CachedClient(make_openai(server), ResponseCache(tmp_path))

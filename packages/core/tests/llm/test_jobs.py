@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 
 from aworld_rl_core.llm import JsonlSink, run_jobs, run_jobs_sync
-from aworld_rl_core.testing.llm_server import ScriptedLLMServer
+from aworld_rl_core.llm.scripted_server import ScriptedLLMServer
 
 HERE = Path(__file__).parent
 SRC = str(Path(__import__("aworld_rl_core").__file__).parents[1])

@@ -18,7 +18,7 @@ from aworld_rl_core.llm import (
     RetryPolicy,
     SyncClient,
 )
-from aworld_rl_core.testing.llm_server import Fault, ScriptedLLMServer, ScriptedTransport
+from aworld_rl_core.llm.scripted_server import Fault, ScriptedLLMServer, ScriptedTransport
 
 USER = [{"role": "user", "content": "What is 6 x 7?"}]
 

@@ -1,4 +1,5 @@
-"""A scripted OpenAI-compatible chat endpoint: a TEST DOUBLE for vLLM / SGLang / hosted APIs.
+"""A scripted OpenAI-compatible chat endpoint standing in for vLLM / SGLang / hosted APIs: a
+test double, and the offline endpoint of demo presets (no GPU, no network, no model).
 
 One script (:class:`ScriptedLLM`: replies, injected faults, a log of requests) played two ways:
 
@@ -9,7 +10,7 @@ One script (:class:`ScriptedLLM`: replies, injected faults, a log of requests) p
   concurrency figures::
 
     from aworld_rl_core.llm import OpenAIClient
-    from aworld_rl_core.testing.llm_server import Fault, ScriptedLLMServer
+    from aworld_rl_core.llm.scripted_server import Fault, ScriptedLLMServer
 
     def judge(body):                      # body: the parsed JSON request
         last = body["messages"][-1]["content"]
