@@ -166,3 +166,22 @@ def test_the_timer_leaves_other_alarms_and_threads_alone():
     )
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
     assert done.stdout.strip() == "ok", done.stderr
+
+
+def test_mutable_defaults_do_not_leak_between_episodes():
+    twitter = next(
+        e
+        for e in entries("multi_turn_base")
+        if "TwitterAPI" in e.involved_classes and "authenticate_twitter" in str(e.ground_truth)
+    )
+    results = []
+    for _ in range(2):
+        with MultiTurnEpisode(twitter, judge=False) as episode:
+            api = episode.instances["TwitterAPI"]
+            api.authenticated = True
+            posted = episode.dispatch(["post_tweet(content='hello')"])[0].value
+            episode.execute([f"mention(tweet_id={posted['id']}, mentioned_usernames=['@a'])"])
+            results.append(api.tweets[posted["id"]]["mentions"])
+    assert results == [["@a"], ["@a"]]  # not ['@a', '@a'] in the second episode
+    post_tweet = type(api).post_tweet
+    assert post_tweet.__defaults__ == ([], [])  # the class's own defaults are untouched

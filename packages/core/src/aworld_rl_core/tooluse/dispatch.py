@@ -14,6 +14,7 @@ so BFCL's response checker can compare them.
 
 from __future__ import annotations
 
+import copy
 import decimal
 import functools
 import inspect
@@ -130,6 +131,7 @@ class _MethodSpec:
     required: frozenset[str]
     has_varargs: bool
     has_varkw: bool
+    mutable_defaults: tuple[tuple[str, Any], ...]  # list/dict/set defaults, shared by every call
 
     @classmethod
     def of(cls, func: Callable[..., Any], is_classmethod: bool) -> _MethodSpec:
@@ -156,7 +158,24 @@ class _MethodSpec:
             required=required,
             has_varargs=any(p.kind is P.VAR_POSITIONAL for p in params),
             has_varkw=any(p.kind is P.VAR_KEYWORD for p in params),
+            mutable_defaults=tuple(
+                (p.name, p.default) for p in params if isinstance(p.default, (list, dict, set))
+            ),
         )
+
+    def fresh_defaults(self, positional: tuple[Any, ...], arguments: dict[str, Any]) -> dict:
+        """``arguments`` plus a copy of each mutable default the call leaves out, so that a
+        tool that keeps and changes it (BFCL's ``post_tweet(tags=[], mentions=[])`` then
+        ``mention``) cannot leak state into later calls, instances or episodes."""
+        filled = self.pos_names[: len(positional)]
+        missing = [
+            (name, default)
+            for name, default in self.mutable_defaults
+            if name not in arguments and name not in filled
+        ]
+        if not missing:
+            return arguments
+        return {**arguments, **{name: copy.deepcopy(default) for name, default in missing}}
 
     def fits(self, positional: tuple[Any, ...], arguments: Mapping[str, Any]) -> bool:
         """Whether the call binds to the signature (what ``Signature.bind`` decides, faster)."""
@@ -302,8 +321,11 @@ class Dispatcher:
         if problem:
             return ToolResult(f"{ERROR_PREFIX}{problem}", "over_limit", call)
         try:
+            arguments = call.arguments
+            if spec.mutable_defaults:
+                arguments = spec.fresh_defaults(call.positional, arguments)
             value, text = _run(
-                self._call_limits.time_s, spec.func, target, call.positional, call.arguments
+                self._call_limits.time_s, spec.func, target, call.positional, arguments
             )
         except CallTimeout:
             seconds = self._call_limits.time_s
