@@ -35,7 +35,7 @@ class HfGenerator:
 
     def __call__(
         self, prompts: Sequence[Sequence[int]], max_new_tokens: int
-    ) -> list[tuple[list[int], None]]:
+    ) -> list[tuple[list[int], list[float] | None]]:
         import torch
 
         if not prompts:

@@ -201,8 +201,12 @@ def run_episodes(
             if len(outputs) != len(chunk):
                 raise RuntimeError(f"generate returned {len(outputs)} outputs for {len(chunk)}")
             for i, budget, (ids, logprobs) in zip(chunk, budgets, outputs, strict=True):
-                cut = _cut_at_eos(ids, logprobs, codec.eos_id, min(budget, limits.max_new_tokens))
-                _play_turn(envs[i], episodes[i], *cut, codec, limits, last_turn=last_turn)
+                kept, kept_logprobs = _cut_at_eos(
+                    ids, logprobs, codec.eos_id, min(budget, limits.max_new_tokens)
+                )
+                _play_turn(
+                    envs[i], episodes[i], kept, kept_logprobs, codec, limits, last_turn=last_turn
+                )
     return episodes
 
 

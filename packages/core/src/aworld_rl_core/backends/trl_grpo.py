@@ -183,7 +183,7 @@ class TrlGrpoBackend:
             temperature=rl.temperature,
             top_p=rl.top_p,
         )
-        rewards = [glue.EpisodeReward(fn, rows) for fn in job.rewards]
+        rewards: list[Any] = [glue.EpisodeReward(fn, rows) for fn in job.rewards]
         if job.env_factory is not None:
             rewards.append(glue.env_return)
         callback = glue.RunLogCallback(run)
