@@ -139,7 +139,7 @@ class _UniqueKeyLoader(yaml.SafeLoader):
     def construct_mapping(self, node: yaml.MappingNode, deep: bool = False) -> dict[Any, Any]:
         seen: set[Any] = set()
         for key_node, _ in node.value:
-            key = self.construct_object(key_node, deep=deep)  # type: ignore[no-untyped-call]
+            key = self.construct_object(key_node, deep=deep)
             if key in seen:
                 raise yaml.constructor.ConstructorError(
                     None, None, f"duplicate key {key!r}", key_node.start_mark
@@ -205,7 +205,7 @@ def from_dict(cls: type[T], data: Mapping[str, Any], prefix: str = "", base: Any
     if not isinstance(data, Mapping):
         raise ConfigError(f"{prefix.rstrip('.') or 'config'}: expected a mapping, got {data!r}")
     hints = typing.get_type_hints(cls)
-    fields = {f.name: f for f in dataclasses.fields(cls) if f.init}
+    fields = {f.name: f for f in dataclasses.fields(typing.cast(Any, cls)) if f.init}
     for key in data:
         if key not in fields:
             valid = [prefix + name for name in fields]
@@ -255,7 +255,7 @@ def _convert(tp: Any, value: Any, key: str, base: Any = None) -> Any:
         if value in args:
             return value
         raise ConfigError(f"{key}: expected one of {', '.join(map(repr, args))}, got {value!r}")
-    if dataclasses.is_dataclass(tp):
+    if isinstance(tp, type) and dataclasses.is_dataclass(tp):
         inner = base if isinstance(base, tp) else None
         return from_dict(tp, value if value is not None else {}, key + ".", inner)
     if origin in (list, tuple, Sequence) or tp in (list, tuple):
@@ -387,7 +387,7 @@ def describe(cls: type, prefix: str = "", defaults: Any = None) -> Iterator[Fiel
             default = f.default_factory()
         else:
             default = "(required)"
-        if dataclasses.is_dataclass(tp):
+        if isinstance(tp, type) and dataclasses.is_dataclass(tp):
             nested = default if dataclasses.is_dataclass(default) else None
             yield from describe(tp, f"{prefix}{f.name}.", nested)
             continue

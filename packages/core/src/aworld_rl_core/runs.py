@@ -20,7 +20,7 @@ import signal
 import threading
 import time
 import warnings
-from collections.abc import Callable, Iterable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence, Sized
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from pathlib import Path
@@ -139,7 +139,7 @@ class Run:
             TimeRemainingColumn,
         )
 
-        if total is None and hasattr(iterable, "__len__"):
+        if total is None and isinstance(iterable, Sized):
             total = len(iterable)
         columns = [
             TextColumn("[bold]{task.description}"),

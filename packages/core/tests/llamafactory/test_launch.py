@@ -208,6 +208,8 @@ def test_follow_hands_every_event_over_and_yields_once_per_step(tmp_path):
 
 class TestLlamaFactoryContract(BackendContract):
     backend = "llamafactory"
+    kind = "sft"
+    trains_on_cpu = False  # its training runs in test_lf_train.py (LLaMA-Factory's own CLI)
 
 
 def test_backend_import_is_light():

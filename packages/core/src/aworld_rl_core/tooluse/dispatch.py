@@ -208,7 +208,7 @@ def _class_methods(cls: type) -> dict[str, _MethodSpec]:
 
 def public_methods(instance: object) -> dict[str, Callable[..., Any]]:
     """Public methods of ``instance`` (as BFCL sees them), bound, read from its class statically."""
-    cls = type(instance)
+    cls: Any = type(instance)
     return {
         name: types.MethodType(spec.func, cls if spec.is_classmethod else instance)
         for name, spec in _class_methods(cls).items()
@@ -248,7 +248,7 @@ class Dispatcher:
         table: dict[str, tuple[_MethodSpec, object]] = {}
         owner: dict[str, str] = {}
         for label, inst in labelled:
-            cls = type(inst)
+            cls: Any = type(inst)
             for name, spec in _class_methods(cls).items():
                 if allowed is not None and name not in allowed:
                     continue
@@ -417,12 +417,12 @@ def _bound_text(bound: float | None) -> str:
 
 
 def _ranges_of(name: str, spec: _MethodSpec, numbers: Mapping[str, Range]) -> dict[str, Range]:
-    params = set(spec.pos_names) | spec.kw_names
-    return {
-        param: numbers.get(f"{name}.{param}", numbers.get(param))  # type: ignore[misc]
-        for param in params
-        if f"{name}.{param}" in numbers or param in numbers
-    }
+    out = {}
+    for param in set(spec.pos_names) | spec.kw_names:
+        bounds = numbers.get(f"{name}.{param}") or numbers.get(param)
+        if bounds is not None:
+            out[param] = bounds
+    return out
 
 
 def _argument(spec: _MethodSpec, call: Call, param: str) -> Any:
