@@ -132,6 +132,7 @@ class _MethodSpec:
     has_varargs: bool
     has_varkw: bool
     mutable_defaults: tuple[tuple[str, Any], ...]  # list/dict/set defaults, shared by every call
+    params: frozenset[str]  # every name an argument can be bound to
 
     @classmethod
     def of(cls, func: Callable[..., Any], is_classmethod: bool) -> _MethodSpec:
@@ -161,6 +162,7 @@ class _MethodSpec:
             mutable_defaults=tuple(
                 (p.name, p.default) for p in params if isinstance(p.default, (list, dict, set))
             ),
+            params=frozenset(pos) | kw,
         )
 
     def fresh_defaults(self, positional: tuple[Any, ...], arguments: dict[str, Any]) -> dict:
@@ -266,11 +268,12 @@ class Dispatcher:
         self._owner = owner
         self._call_limits = call_limits
         self._int_bound = 10**call_limits.max_int_digits
-        self._ranges = {
-            name: ranges
-            for name, (spec, _) in table.items()
-            if (ranges := _ranges_of(name, spec, call_limits.numbers))
-        }
+        numbers = tuple(sorted(call_limits.numbers.items()))
+        self._ranges = {}
+        for name, (spec, _) in table.items():
+            ranges = _ranges_of(name, spec.params, numbers) if numbers else None
+            if ranges:
+                self._ranges[name] = ranges
 
     # -- introspection -------------------------------------------------------------------------
 
@@ -416,13 +419,18 @@ def _bound_text(bound: float | None) -> str:
     return "-" if bound is None else f"{bound:g}"
 
 
-def _ranges_of(name: str, spec: _MethodSpec, numbers: Mapping[str, Range]) -> dict[str, Range]:
+@functools.lru_cache(maxsize=4096)
+def _ranges_of(
+    name: str, params: frozenset[str], numbers: tuple[tuple[str, Range], ...]
+) -> dict[str, Range] | None:
+    """The ranges ``numbers`` sets on the method's parameters (computed once per method)."""
+    table = dict(numbers)
     out = {}
-    for param in set(spec.pos_names) | spec.kw_names:
-        bounds = numbers.get(f"{name}.{param}") or numbers.get(param)
+    for param in params:
+        bounds = table.get(f"{name}.{param}") or table.get(param)
         if bounds is not None:
             out[param] = bounds
-    return out
+    return out or None
 
 
 def _argument(spec: _MethodSpec, call: Call, param: str) -> Any:
