@@ -7,7 +7,7 @@ anything runs, and checked against :class:`CallLimits`: integer sizes and the ra
 parameters (a ``precision`` of a million digits) before the call, a time bound as the backstop.
 A call over a limit returns an error result and runs nothing. Process-global state a tool may
 change (the ``decimal`` context's precision and rounding, ``mpmath``'s precision) is restored
-after every call. Results
+after every call of a method whose module uses ``decimal`` or ``mpmath``. Results
 are rendered as text exactly as BFCL's executor (``execute_multi_turn_func_call``) renders them,
 so BFCL's response checker can compare them.
 """
@@ -133,6 +133,7 @@ class _MethodSpec:
     has_varkw: bool
     mutable_defaults: tuple[tuple[str, Any], ...]  # list/dict/set defaults, shared by every call
     params: frozenset[str]  # every name an argument can be bound to
+    sets_precision: bool  # its module uses decimal or mpmath: keep their precision around calls
 
     @classmethod
     def of(cls, func: Callable[..., Any], is_classmethod: bool) -> _MethodSpec:
@@ -163,6 +164,7 @@ class _MethodSpec:
                 (p.name, p.default) for p in params if isinstance(p.default, (list, dict, set))
             ),
             params=frozenset(pos) | kw,
+            sets_precision=not _PRECISION_NAMES.isdisjoint(getattr(func, "__globals__", ())),
         )
 
     def fresh_defaults(self, positional: tuple[Any, ...], arguments: dict[str, Any]) -> dict:
@@ -249,8 +251,11 @@ class Dispatcher:
         allowed = None if allow is None else frozenset(allow)
         table: dict[str, tuple[_MethodSpec, object]] = {}
         owner: dict[str, str] = {}
+        ranges: dict[str, dict[str, Range]] = {}
+        numbers = tuple(sorted(call_limits.numbers.items()))
         for label, inst in labelled:
             cls: Any = type(inst)
+            class_ranges = _class_ranges(cls, numbers) if numbers else {}
             for name, spec in _class_methods(cls).items():
                 if allowed is not None and name not in allowed:
                     continue
@@ -264,16 +269,15 @@ class Dispatcher:
                         continue
                 table[name] = (spec, cls if spec.is_classmethod else inst)
                 owner[name] = label
+                if name in class_ranges:
+                    ranges[name] = class_ranges[name]
+                else:
+                    ranges.pop(name, None)
         self._table = table
         self._owner = owner
         self._call_limits = call_limits
         self._int_bound = 10**call_limits.max_int_digits
-        numbers = tuple(sorted(call_limits.numbers.items()))
-        self._ranges = {}
-        for name, (spec, _) in table.items():
-            ranges = _ranges_of(name, spec.params, numbers) if numbers else None
-            if ranges:
-                self._ranges[name] = ranges
+        self._ranges = ranges
 
     # -- introspection -------------------------------------------------------------------------
 
@@ -327,9 +331,15 @@ class Dispatcher:
             arguments = call.arguments
             if spec.mutable_defaults:
                 arguments = spec.fresh_defaults(call.positional, arguments)
-            value, text = _run(
-                self._call_limits.time_s, spec.func, target, call.positional, arguments
-            )
+            outer = arm(self._call_limits.time_s)
+            try:
+                if spec.sets_precision:
+                    value, text = _keeping_precision(spec.func, target, call.positional, arguments)
+                else:
+                    value = spec.func(target, *call.positional, **arguments)
+                    text = format_result(value)
+            finally:
+                disarm(outer)
         except CallTimeout:
             seconds = self._call_limits.time_s
             return ToolResult(
@@ -419,18 +429,17 @@ def _bound_text(bound: float | None) -> str:
     return "-" if bound is None else f"{bound:g}"
 
 
-@functools.lru_cache(maxsize=4096)
-def _ranges_of(
-    name: str, params: frozenset[str], numbers: tuple[tuple[str, Range], ...]
-) -> dict[str, Range] | None:
-    """The ranges ``numbers`` sets on the method's parameters (computed once per method)."""
+@functools.lru_cache(maxsize=512)
+def _class_ranges(cls: type, numbers: tuple[tuple[str, Range], ...]) -> dict[str, dict[str, Range]]:
+    """Method name -> the ranges ``numbers`` sets on its parameters (once per class)."""
     table = dict(numbers)
-    out = {}
-    for param in params:
-        bounds = table.get(f"{name}.{param}") or table.get(param)
-        if bounds is not None:
-            out[param] = bounds
-    return out or None
+    out: dict[str, dict[str, Range]] = {}
+    for name, spec in _class_methods(cls).items():
+        for param in spec.params:
+            bounds = table.get(f"{name}.{param}") or table.get(param)
+            if bounds is not None:
+                out.setdefault(name, {})[param] = bounds
+    return out
 
 
 def _argument(spec: _MethodSpec, call: Call, param: str) -> Any:
@@ -443,27 +452,23 @@ def _argument(spec: _MethodSpec, call: Call, param: str) -> Any:
     return None
 
 
-def _run(
-    time_s: float | None,
+def _keeping_precision(
     func: Callable[..., Any],
     target: object,
     positional: tuple[Any, ...],
     arguments: Mapping[str, Any],
 ) -> tuple[Any, str]:
-    """The call and its rendering, under the backstop timer; then the ``decimal`` context's
-    precision and rounding and ``mpmath``'s precision are put back (tools set them globally:
-    BFCL's MathAPI does). The rendering comes first: ``mpmath`` numbers print at the tool's
-    precision."""
+    """The call and its rendering; then the ``decimal`` context's precision and rounding and
+    ``mpmath``'s precision are put back (tools set them globally: BFCL's MathAPI does). The
+    rendering comes first: ``mpmath`` numbers print at the tool's precision."""
     ctx = decimal.getcontext()
     prec, rounding = ctx.prec, ctx.rounding
     mpmath = sys.modules.get("mpmath")
     mp_prec = mpmath.mp.prec if mpmath is not None else _MPMATH_DEFAULT_PREC
-    outer = arm(time_s)
     try:
         value = func(target, *positional, **arguments)
         return value, format_result(value)
     finally:
-        disarm(outer)
         if decimal.getcontext() is not ctx:
             decimal.setcontext(ctx)
         if ctx.prec != prec or ctx.rounding != rounding:
@@ -471,6 +476,11 @@ def _run(
         mpmath = sys.modules.get("mpmath")  # the tool may have imported it
         if mpmath is not None and mpmath.mp.prec != mp_prec:
             mpmath.mp.prec = mp_prec
+
+
+_PRECISION_NAMES = frozenset(
+    {"decimal", "getcontext", "setcontext", "localcontext", "mpmath", "mp"}
+)
 
 
 _MPMATH_DEFAULT_PREC = 53
