@@ -62,7 +62,7 @@ ResultKind = Literal[
 Range = tuple[float | None, float | None]
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, eq=False)  # compared (and hashed) by identity: a cache key
 class CallLimits:
     """What a call may ask for. The argument checks run before the call and cost little.
 
@@ -252,10 +252,9 @@ class Dispatcher:
         table: dict[str, tuple[_MethodSpec, object]] = {}
         owner: dict[str, str] = {}
         ranges: dict[str, dict[str, Range]] = {}
-        numbers = tuple(sorted(call_limits.numbers.items()))
         for label, inst in labelled:
             cls: Any = type(inst)
-            class_ranges = _class_ranges(cls, numbers) if numbers else {}
+            class_ranges = _class_ranges(cls, call_limits) if call_limits.numbers else {}
             for name, spec in _class_methods(cls).items():
                 if allowed is not None and name not in allowed:
                     continue
@@ -271,8 +270,8 @@ class Dispatcher:
                 owner[name] = label
                 if name in class_ranges:
                     ranges[name] = class_ranges[name]
-                else:
-                    ranges.pop(name, None)
+                elif name in ranges:  # a later class took the name
+                    del ranges[name]
         self._table = table
         self._owner = owner
         self._call_limits = call_limits
@@ -430,9 +429,9 @@ def _bound_text(bound: float | None) -> str:
 
 
 @functools.lru_cache(maxsize=512)
-def _class_ranges(cls: type, numbers: tuple[tuple[str, Range], ...]) -> dict[str, dict[str, Range]]:
-    """Method name -> the ranges ``numbers`` sets on its parameters (once per class)."""
-    table = dict(numbers)
+def _class_ranges(cls: type, limits: CallLimits) -> dict[str, dict[str, Range]]:
+    """Method name -> the ranges ``limits.numbers`` sets on its parameters (once per class)."""
+    table = limits.numbers
     out: dict[str, dict[str, Range]] = {}
     for name, spec in _class_methods(cls).items():
         for param in spec.params:
