@@ -28,7 +28,17 @@ MYPY = "mypy==2.4.1"
 # what `typecheck` installs besides the packages (--no-deps): the typed light dependencies.
 # A package importing another light library adds it here; a heavy one (torch, faiss, ...) goes
 # to [[tool.mypy.overrides]] in pyproject.toml, where its imports are typed Any.
-TYPED_DEPS = ["pluggy", "pyyaml", "types-PyYAML", "rich", "httpx", "tenacity", "pytest"]
+TYPED_DEPS = [
+    "pluggy",
+    "pyyaml",
+    "types-PyYAML",
+    "rich",
+    "httpx",
+    "tenacity",
+    "pytest",
+    "jsonschema",
+    "types-jsonschema",
+]
 OFFLINE = {"HF_HUB_OFFLINE": "1", "TRANSFORMERS_OFFLINE": "1", "TOKENIZERS_PARALLELISM": "false"}
 
 nox.options.default_venv_backend = "virtualenv"
@@ -42,6 +52,12 @@ def _needs_bfcl(package: str) -> bool:
     return package == "core" or any(
         "bfcl" in extras for extras in re.findall(r"aworld-rl-core\[([^\]]*)\]", text)
     )
+
+
+def _declares(package: str, extra: str) -> bool:
+    """Whether the package's pyproject declares the optional dependency group ``extra``."""
+    text = (ROOT / "packages" / package / "pyproject.toml").read_text(encoding="utf-8")
+    return re.search(rf"^{re.escape(extra)}\s*=", text, flags=re.M) is not None
 
 
 def _install_package(session: nox.Session, package: str) -> None:
@@ -75,13 +91,21 @@ def tests(session: nox.Session, package: str) -> None:
 
 @nox.session
 def tests_verl(session: nox.Session) -> None:
-    """The verl backend's CPU tests, in a venv with verl[verl-core] (GPU runs are separate)."""
+    """verl's CPU tests, in a venv with verl[verl-core] (GPU runs are separate): core's, and
+    every package's ``tests/verl`` (the package installed with its ``test-verl`` extra)."""
     session.install(TORCH)
     session.install("-e", "packages/core[verl,test-verl]")
+    others = [
+        p for p in PACKAGES if p != "core" and (ROOT / "packages" / p / "tests" / "verl").is_dir()
+    ]
+    for package in others:
+        extra = "[test-verl]" if _declares(package, "test-verl") else ""
+        session.install("-e", f"packages/{package}{extra}")
     session.run(
         "pytest",
         "packages/core/tests/verl",
         "packages/core/tests/backends/test_verl_dry_run.py",
+        *(f"packages/{p}/tests/verl" for p in others),
         "-q",
         *session.posargs,
         env=OFFLINE,

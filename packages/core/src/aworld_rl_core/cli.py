@@ -237,7 +237,8 @@ def _print_recipe_help(entry: registry.RecipeEntry, cfg: object, shown: str | No
     print(f"config keys (key=value; defaults: {source}):")
     for doc in describe(type(cfg), defaults=cfg):
         bounds = f", {doc.bounds}" if doc.bounds else ""
-        print(f"  {doc.key} ({doc.type}{bounds}, default {doc.default!r})")
+        resumable = ", may change on --resume" if doc.resumable else ""
+        print(f"  {doc.key} ({doc.type}{bounds}{resumable}, default {doc.default!r})")
         if doc.help:
             print(f"      {doc.help}")
 

@@ -33,15 +33,21 @@ def option(
     ge: float | None = None,
     gt: float | None = None,
     le: float | None = None,
+    resumable: bool = False,
 ) -> Any:
     """A documented config field: ``lr: float = option(1e-6, help="learning rate", gt=0)``.
 
     ``ge`` / ``gt`` / ``le`` bound a number (every element of a list of numbers): a value that
     breaks a bound is a :class:`ConfigError` naming the key. Floats are always finite (NaN and
-    infinities are refused).
+    infinities are refused). ``resumable`` marks a field a ``--resume`` may change (a budget
+    such as a number of rounds), besides ``runs.RESUME_MAY_CHANGE``.
     """
     bounds = {k: v for k, v in (("ge", ge), ("gt", gt), ("le", le)) if v is not None}
-    metadata = {"help": help, **({"bounds": bounds} if bounds else {})}
+    metadata: dict[str, Any] = {"help": help}
+    if bounds:
+        metadata["bounds"] = bounds
+    if resumable:
+        metadata["resumable"] = True
     if factory is not None:
         return dataclasses.field(default_factory=factory, metadata=metadata)
     return dataclasses.field(default=default, metadata=metadata)
@@ -363,6 +369,7 @@ class FieldDoc:
     default: Any
     help: str
     bounds: str = ""
+    resumable: bool = False
 
 
 def describe(cls: type, prefix: str = "", defaults: Any = None) -> Iterator[FieldDoc]:
@@ -397,4 +404,5 @@ def describe(cls: type, prefix: str = "", defaults: Any = None) -> Iterator[Fiel
             to_dict(default),
             f.metadata.get("help", ""),
             bounds_text(f),
+            bool(f.metadata.get("resumable")),
         )
