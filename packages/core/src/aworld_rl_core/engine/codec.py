@@ -1,23 +1,19 @@
-"""Multi-turn rollouts over the Environment protocol, at the token level.
+"""Token rendering of episodes with a chat template, and how a model turn is cut and decoded.
 
-An episode is the opening prompt (rendered with the chat template) followed by one flat
-completion: model turns interleaved with environment observations. ``env_mask`` marks every
-completion token: 1 for tokens the model sampled (trained on), 0 for tokens the environment or
-the chat template added (masked out of the loss). Generation is injected (``Generate``), so the
-same loop serves the TRL backend, benchmarks and scripted tests; nothing here imports torch.
+The token drivers (trl, verl) and a ``play`` that counts tokens share this codec, so they render
+prompts, observations and inline text, and decode model turns, the same way. Nothing here
+imports torch.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass, field
-from typing import Any, Protocol
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any, Literal, Protocol
 
-from aworld_rl_core.environment import Environment, Message
-
-Generate = Callable[[Sequence[Sequence[int]], int], list[tuple[list[int], list[float] | None]]]
-"""``generate(token_prompts, max_new_tokens) -> [(new_ids, logprobs or None), ...]``, one per
-prompt; ``new_ids`` may run past an end-of-turn token (the loop cuts there)."""
+Message = dict[str, Any]
+Ending = Literal["eos", "stop", "length"]
+"""How a model turn ended: its end-of-turn token, a stop string, or the token budget."""
 
 
 class ChatTokenizer(Protocol):
@@ -36,6 +32,25 @@ _DUMMY_TURN: list[Message] = [
     {"role": "user", "content": "dummy"},
     {"role": "assistant", "content": "dummy"},
 ]
+
+
+@dataclass(frozen=True)
+class ModelTurn:
+    """One model turn after cutting: its tokens, their log-probabilities, text and ending."""
+
+    ids: list[int]
+    logprobs: list[float] | None
+    text: str
+    ending: Ending
+
+
+def first_stop(text: str, stops: Sequence[str]) -> int | None:
+    """End offset of the earliest stop string in ``text`` (None when there is none)."""
+    found = [(text.find(s), -len(s), s) for s in stops if s and s in text]
+    if not found:
+        return None
+    start, _, stop = min(found)
+    return start + len(stop)
 
 
 class ChatCodec:
@@ -75,6 +90,10 @@ class ChatCodec:
             tokenize=False,
             chat_template=self.chat_template,
         )
+        return self.encode(text)
+
+    def encode(self, text: str) -> list[int]:
+        """Token ids of plain text (no special tokens added)."""
         return list(self.tokenizer.encode(text, add_special_tokens=False))
 
     def prompt_ids(
@@ -107,138 +126,45 @@ class ChatCodec:
             ids.pop()
         return self.tokenizer.decode(ids, skip_special_tokens=False)
 
+    def cut(
+        self,
+        ids: Sequence[int],
+        logprobs: Sequence[float] | None,
+        budget: int | None,
+        stops: Sequence[str] = (),
+    ) -> ModelTurn:
+        """The sampled turn up to its end: the end-of-turn token, the first stop string or the
+        budget, whichever comes first (generators may return tokens past the end).
 
-@dataclass
-class Episode:
-    """One finished rollout: tokens, loss mask and what the environment said.
+        A stop string may end inside a token (``"</search>\\n"``): the token stays (it was
+        sampled) and the text ends with the stop string.
+        """
+        ids = list(ids if budget is None else ids[:budget])
+        ending: Ending = "length"
+        if self.eos_id in ids:
+            ids, ending = ids[: ids.index(self.eos_id) + 1], "eos"
+        stop_at = self._stop_prefix(ids, stops) if stops else None
+        text = self.decode(ids)
+        if stop_at is not None:
+            ids, ending = ids[:stop_at], "stop"
+            text = self.decode(ids)
+            text = text[: first_stop(text, stops)]
+        kept = None if logprobs is None else [float(x) for x in list(logprobs)[: len(ids)]]
+        return ModelTurn(ids, kept, text, ending)
 
-    ``logprobs`` (sampling log-probabilities, 0.0 on environment tokens) is ``None`` as soon as
-    one turn came from a generator that does not report them.
-    """
+    def _stop_prefix(self, ids: list[int], stops: Sequence[str]) -> int | None:
+        """Fewest leading tokens whose text holds a stop string (None when no prefix does)."""
+        if first_stop(self.decode(ids), stops) is None:
+            return None
+        low, high = 1, len(ids)  # the full prefix holds one; find the shortest (monotone)
+        while low < high:
+            mid = (low + high) // 2
+            if first_stop(self.tokenizer.decode(ids[:mid], skip_special_tokens=False), stops):
+                high = mid
+            else:
+                low = mid + 1
+        return low
 
-    prompt_ids: list[int]
-    completion_ids: list[int] = field(default_factory=list)
-    env_mask: list[int] = field(default_factory=list)
-    logprobs: list[float] | None = field(default_factory=list)
-    messages: list[Message] = field(default_factory=list)
-    prompt_messages: list[Message] = field(default_factory=list)
-    reward: float = 0.0
-    turns: int = 0
-    done: bool = False
-    truncated: bool = False
-    info: dict[str, Any] = field(default_factory=dict)
-
-    def _extend(self, ids: Sequence[int], logprobs: Sequence[float] | None, *, model: bool) -> None:
-        self.completion_ids.extend(ids)
-        self.env_mask.extend([1 if model else 0] * len(ids))
-        if logprobs is None:
-            self.logprobs = None
-        elif self.logprobs is not None:
-            self.logprobs.extend(logprobs if model else [0.0] * len(ids))
-
-
-@dataclass(frozen=True, kw_only=True)
-class RolloutLimits:
-    """Bounds of one episode (the ``trainer.rl`` fields of the same names)."""
-
-    max_turns: int = 8
-    max_new_tokens: int = 256
-    max_response_tokens: int = 2048
-
-    def __post_init__(self) -> None:
-        for name in ("max_turns", "max_new_tokens", "max_response_tokens"):
-            if getattr(self, name) < 1:
-                raise ValueError(f"rollout limit {name} must be >= 1, got {getattr(self, name)}")
-
-
-def _cut_at_eos(ids: Sequence[int], logprobs: Sequence[float] | None, eos_id: int, budget: int):
-    end = budget
-    if eos_id in ids[:budget]:
-        end = list(ids).index(eos_id) + 1
-    return list(ids[:end]), None if logprobs is None else list(logprobs[:end])
-
-
-def run_episodes(
-    envs: Sequence[Environment],
-    tasks: Sequence[Mapping[str, Any] | None],
-    generate: Generate,
-    codec: ChatCodec,
-    limits: RolloutLimits,
-    *,
-    tools: Sequence[Sequence[Mapping[str, Any]] | None] | None = None,
-    batch_size: int | None = None,
-) -> list[Episode]:
-    """Play one episode per environment, generating all active episodes' turns together.
-
-    ``batch_size`` caps how many episodes share one ``generate`` call (``1`` = one episode at a
-    time; ``None`` = all active episodes). The episode reward is the sum of step rewards.
-    """
-    if len(envs) != len(tasks):
-        raise ValueError(f"got {len(envs)} environments for {len(tasks)} tasks")
-    if batch_size is not None and batch_size < 1:
-        raise ValueError(f"batch_size must be >= 1 or None, got {batch_size}")
-    tools = tools or [None] * len(envs)
-    episodes = []
-    for env, task, episode_tools in zip(envs, tasks, tools, strict=True):
-        opening = env.reset(task)
-        episode = Episode(prompt_ids=codec.prompt_ids(opening, episode_tools))
-        episode.prompt_messages = list(opening)
-        episodes.append(episode)
-
-    for turn in range(limits.max_turns):
-        last_turn = turn + 1 == limits.max_turns
-        active = [i for i, episode in enumerate(episodes) if not episode.done]
-        if not active:
-            break
-        step = batch_size or len(active)
-        for start in range(0, len(active), step):
-            chunk = active[start : start + step]
-            budgets = [limits.max_response_tokens - len(episodes[i].completion_ids) for i in chunk]
-            outputs = generate(
-                [episodes[i].prompt_ids + episodes[i].completion_ids for i in chunk],
-                min(limits.max_new_tokens, max(budgets)),
-            )
-            if len(outputs) != len(chunk):
-                raise RuntimeError(f"generate returned {len(outputs)} outputs for {len(chunk)}")
-            for i, budget, (ids, logprobs) in zip(chunk, budgets, outputs, strict=True):
-                cut = _cut_at_eos(ids, logprobs, codec.eos_id, min(budget, limits.max_new_tokens))
-                _play_turn(envs[i], episodes[i], *cut, codec, limits, last_turn=last_turn)
-    return episodes
-
-
-def _play_turn(
-    env: Environment,
-    episode: Episode,
-    ids: list[int],
-    logprobs: list[float] | None,
-    codec: ChatCodec,
-    limits: RolloutLimits,
-    *,
-    last_turn: bool,
-) -> None:
-    episode._extend(ids, logprobs, model=True)
-    episode.turns += 1
-    text = codec.decode(ids)
-    episode.messages.append({"role": "assistant", "content": text})
-    result = env.step(text)
-    episode.reward += float(result.reward)
-    episode.info = dict(result.info)
-    if result.done:
-        episode.done = True
-        return
-    if last_turn or len(episode.completion_ids) >= limits.max_response_tokens:
-        episode.done = episode.truncated = True
-        return
-    if not result.observation:
-        raise ValueError(
-            f"{type(env).__name__}.step returned done=False with no observation: "
-            "an unfinished episode must say something before the model's next turn"
-        )
-    suffix = codec.observation_ids(result.observation)
-    if not ids or ids[-1] != codec.eos_id:
-        suffix = [codec.eos_id, *suffix]  # close the cut-off turn; the model did not sample it
-    if len(episode.completion_ids) + len(suffix) >= limits.max_response_tokens:
-        episode.done = episode.truncated = True
-        return
-    episode._extend(suffix, (), model=False)
-    episode.messages.extend(result.observation)
+    def text_turn(self, text: str, ending: Ending) -> list[int]:
+        """Tokens of a model turn given as text (an LLM client's reply)."""
+        return self.encode(text) + ([self.eos_id] if ending == "eos" else [])
