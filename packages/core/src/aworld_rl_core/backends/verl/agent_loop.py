@@ -3,8 +3,9 @@
 Per episode (one ``run`` call): the environment is rebuilt from the row's episode spec
 (``extra_info["aworld"]``), then the engine (``aworld_rl_core.engine.Rollout``) runs it turn by
 turn: the policy generates through verl's ``server_manager`` (async server generation; stop
-strings through vLLM / SGLang ``stop`` with the stop string kept), the engine cuts and decodes the turn
-and steps the environment (in a worker thread: episodes of one worker run concurrently), and
+strings through vLLM / SGLang ``stop`` with the stop string kept), the engine cuts and decodes
+the turn and steps the environment (in a worker thread: episodes of one worker run
+concurrently), and
 observations are appended with mask 0, as in every driver. The episode reward (sum of step
 rewards plus any configured reward functions) is set on ``AgentLoopOutput.reward_score``, so
 verl skips ``compute_score`` for these rows.
@@ -49,8 +50,8 @@ class EnvAgentLoop(AgentLoopBase):
         self.response_length = self.rollout_config.response_length
         self.codec = ChatCodec(self.tokenizer)
         # the stop string stays in the output: vLLM's and SGLang's names for it
-        keep = {"sglang": "no_stop_trim"}.get(self.rollout_config.name, "include_stop_str_in_output")
-        self.keep_stop = {keep: True}
+        keep = {"sglang": "no_stop_trim"}.get(self.rollout_config.name)
+        self.keep_stop = {keep or "include_stop_str_in_output": True}
         self.episodes: dict[str, Any] = {}
 
     async def run(self, sampling_params: dict[str, Any], **kwargs: Any) -> AgentLoopOutput:
