@@ -5,10 +5,9 @@ Per episode (one ``run`` call): the environment is rebuilt from the row's episod
 turn: the policy generates through verl's ``server_manager`` (async server generation; stop
 strings through vLLM / SGLang ``stop`` with the stop string kept), the engine cuts and decodes
 the turn and steps the environment (in a worker thread: episodes of one worker run
-concurrently), and
-observations are appended with mask 0, as in every driver. The episode reward (sum of step
-rewards plus any configured reward functions) is set on ``AgentLoopOutput.reward_score``, so
-verl skips ``compute_score`` for these rows.
+concurrently), and observations are appended with mask 0, as in every driver. The episode reward
+(sum of step rewards plus any configured reward functions) is set on
+``AgentLoopOutput.reward_score``, so verl skips ``compute_score`` for these rows.
 
 Imported by verl's plugin loader (see ``entry_point.py``); it imports verl at module level.
 """
