@@ -31,7 +31,7 @@ from aworld_rl_core.config import (
     to_dict,
     to_yaml,
 )
-from aworld_rl_core.environment import Environment, Step
+from aworld_rl_core.environment import Environment, Step, step_many, stop_strings
 from aworld_rl_core.runs import Run, RunResult, execute
 
 HEAVY_MODULES = ("torch", "transformers", "trl", "verl", "bfcl_eval", "faiss", "vllm")
@@ -234,7 +234,11 @@ class RecipeContract:
 
 
 class EnvironmentContract:
-    """The Environment protocol: messages out, never an exception on model text."""
+    """The Environment protocol: messages out, never an exception on model text.
+
+    ``make_env()`` builds one episode's environment the way its factory does
+    (``factory(row, **options)``).
+    """
 
     hostile_texts: ClassVar[Sequence[str]] = (
         "",
@@ -248,14 +252,12 @@ class EnvironmentContract:
     def make_env(self) -> Environment:
         raise NotImplementedError("return a fresh environment for one episode")
 
-    def task(self) -> Mapping[str, Any] | None:
-        return None
-
     def test_reset_returns_messages(self) -> None:
         env = self.make_env()
         try:
-            messages = env.reset(self.task())
+            messages = env.reset()
             assert messages and all(isinstance(m, dict) and "role" in m for m in messages)
+            stop_strings(env)  # declared stop strings are non-empty strings
         finally:
             env.close()
 
@@ -263,10 +265,10 @@ class EnvironmentContract:
         for text in self.hostile_texts:
             env = self.make_env()
             try:
-                env.reset(self.task())
-                step = env.step(text)
+                env.reset()
+                [step] = step_many([env], [text])
                 assert isinstance(step, Step)
-                assert step.done or step.observation, "a bad step must say what went wrong"
+                assert step.done or step.observation or step.inline, "a bad step must say why"
                 assert isinstance(step.reward, float)
             finally:
                 env.close()
@@ -330,11 +332,9 @@ class BackendContract:
         )
         model = ModelConfig(name_or_path="tiny:qwen3")
         if self.kind == "rl":
-            factory = functools.partial(_one_turn_env, LowercaseEnv)
-            return TrainJob(
-                model=model, trainer=trainer, run=run, train_rows=tasks, env_factory=factory
-            )
-        rows = [{"messages": [*LowercaseEnv(1).reset(task), _LOWERCASE_REPLY]} for task in tasks]
+            env = functools.partial(LowercaseEnv, turns=1)
+            return TrainJob(model=model, trainer=trainer, run=run, train_rows=tasks, env=env)
+        rows = [{"messages": [*LowercaseEnv(task).reset(), _LOWERCASE_REPLY]} for task in tasks]
         return TrainJob(model=model, trainer=trainer, run=run, train_rows=rows)
 
     def test_trains_two_steps_and_resumes(self, tmp_path: Path) -> None:
@@ -355,7 +355,3 @@ class BackendContract:
 
 
 _LOWERCASE_REPLY = {"role": "assistant", "content": "the quiet rain falls on the old town"}
-
-
-def _one_turn_env(env_cls: Any, row: Mapping[str, Any]) -> Environment:
-    return env_cls(turns=1)
