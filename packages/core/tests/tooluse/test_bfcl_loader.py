@@ -8,6 +8,7 @@ from bfcl_helpers import entries
 from aworld_rl_core.tooluse.bfcl import (
     ALL_CATEGORIES,
     canonical_category,
+    function_docs,
     ground_truth_calls,
     load_category,
     version,
@@ -68,6 +69,16 @@ def test_multi_turn_entries_carry_their_docs_and_flags():
     assert miss.ground_truth[3] == ["sort('final_report.pdf')"]
     assert entries("multi_turn_long_context")[0].long_context
     assert '"workspace"' in base.initial_config_json["GorillaFileSystem"]
+
+
+def test_function_docs_per_class_in_the_order_asked():
+    docs = function_docs(["TravelAPI", "GorillaFileSystem"])
+    assert list(docs) == ["TravelAPI", "GorillaFileSystem"]
+    assert [len(v) for v in docs.values()] == [18, 18]
+    assert docs["GorillaFileSystem"][0]["name"] == "cat"
+    assert docs["GorillaFileSystem"] == entries("multi_turn_base")[0].functions[-18:]
+    with pytest.raises(ValueError, match="unknown API classes"):
+        function_docs(["NoSuchAPI"])
 
 
 def test_unknown_category_names_the_choices():

@@ -23,6 +23,7 @@ from aworld_rl_core.tooluse.bfcl._install import (
 _LAZY = {
     "BfclEntry": "loader",
     "load_category": "loader",
+    "function_docs": "loader",
     "canonical_category": "loader",
     "ALL_CATEGORIES": "loader",
     "SINGLE_TURN_CATEGORIES": "loader",
@@ -59,6 +60,7 @@ __all__ = [
     "bfcl_root",
     "canonical_category",
     "decode_single_turn",
+    "function_docs",
     "ground_truth_calls",
     "judge_multi_turn",
     "judge_single_turn",
@@ -101,6 +103,7 @@ if TYPE_CHECKING:
         SINGLE_TURN_CATEGORIES,
         BfclEntry,
         canonical_category,
+        function_docs,
         load_category,
     )
     from aworld_rl_core.tooluse.bfcl.prompts import (

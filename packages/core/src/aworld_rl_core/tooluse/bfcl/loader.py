@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 import re
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from functools import cached_property
 from pathlib import Path
@@ -159,6 +160,13 @@ def _load_docs(root: Path, classes: set[str]) -> dict[str, list[dict[str, Any]]]
     if unknown:
         raise ValueError(f"BFCL entry involves unknown API classes {sorted(unknown)}")
     return {cls: read_jsonl(root / "multi_turn_func_doc" / mapping[cls]) for cls in classes}
+
+
+def function_docs(classes: Sequence[str]) -> dict[str, list[dict[str, Any]]]:
+    """BFCL's multi-turn tool docs (``multi_turn_func_doc``) of each API class, in ``classes``
+    order, e.g. ``function_docs(["GorillaFileSystem"])["GorillaFileSystem"][0]["name"]``."""
+    docs = _load_docs(data_dir(), set(classes))
+    return {cls: docs[cls] for cls in classes}
 
 
 def load_category(name: str, *, limit: int | None = None) -> list[BfclEntry]:
