@@ -1,4 +1,9 @@
+import sys
+from pathlib import Path
+
 import pytest
+
+sys.path.insert(0, str(Path(__file__).parent / "support"))
 
 pytest.importorskip("bfcl_eval")
 
@@ -16,3 +21,27 @@ def graph(space):
     from aworld_rl_funreason_mt.discovery import build_graph
 
     return build_graph(space)
+
+
+@pytest.fixture(scope="session")
+def message_trace(graph, space):
+    """add_contact -> message_login -> send_message in the default MessageAPI state (seed 0)."""
+    import random
+
+    from aworld_rl_funreason_mt.sampler import DirectedSampler
+    from aworld_rl_funreason_mt.space import Session
+
+    sampler = DirectedSampler(graph, space)
+    with Session(["MessageAPI"], space.initial_config(["MessageAPI"], {})) as session:
+        trace = sampler.sample(
+            session, "send_message", random.Random(0), allowed=space.tools_of(["MessageAPI"])
+        )
+    assert trace.tools == ["add_contact", "message_login", "send_message"], trace.tools
+    return trace
+
+
+@pytest.fixture
+def oracle_client():
+    from mt_doubles import OracleClient
+
+    return OracleClient()
