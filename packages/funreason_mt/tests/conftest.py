@@ -45,3 +45,26 @@ def oracle_client():
     from mt_doubles import OracleClient
 
     return OracleClient()
+
+
+@pytest.fixture(scope="session")
+def demo_trajectories(space, graph):
+    """Trajectories the demo oracle makes (two rounds each), for the export tests."""
+    import asyncio
+
+    from mt_doubles import OracleClient, run_steps
+
+    from aworld_rl_funreason_mt.synthesis import Drop, SynthesisConfig, Synthesizer
+
+    synth = Synthesizer(space, graph, SynthesisConfig(rounds=2, error_rate=0.5), seed=3)
+    kept = []
+    for n in range(10):
+        draft = synth.draft(f"x{n}")
+        try:
+            kept.append(asyncio.run(run_steps(synth, draft, OracleClient()))[0])
+        except Drop:
+            continue
+        finally:
+            draft.close()
+    assert len(kept) >= 3
+    return kept

@@ -124,8 +124,11 @@ class DemoOracle:
             step = calls[0].split("(", 1)[0]
             return json.dumps({"query": f"Run {step}() first, then finish the job."})
         listed = ", ".join(_spoken(v) for v in values.values())
-        purpose = str(tool.get("description", "finish my task")).rstrip(".")
-        text = f"I need this done: {purpose[0].lower() + purpose[1:]}." if purpose else ""
+        purpose = str(tool.get("description", "")).rstrip(".")
+        if first_try and purpose:
+            text = f"I need this done: {purpose[0].lower() + purpose[1:]}."
+        else:  # the description named a step: say only what is needed
+            text = "Please take care of my request."
         if listed:
             text += f" Here are the details: {listed}."
         return json.dumps({"query": text.strip()})
