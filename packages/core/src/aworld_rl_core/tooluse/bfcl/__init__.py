@@ -24,6 +24,7 @@ _LAZY = {
     "BfclEntry": "loader",
     "load_category": "loader",
     "function_docs": "loader",
+    "entry_from_raw": "loader",
     "canonical_category": "loader",
     "ALL_CATEGORIES": "loader",
     "SINGLE_TURN_CATEGORIES": "loader",
@@ -60,6 +61,7 @@ __all__ = [
     "bfcl_root",
     "canonical_category",
     "decode_single_turn",
+    "entry_from_raw",
     "function_docs",
     "ground_truth_calls",
     "judge_multi_turn",
@@ -103,6 +105,7 @@ if TYPE_CHECKING:
         SINGLE_TURN_CATEGORIES,
         BfclEntry,
         canonical_category,
+        entry_from_raw,
         function_docs,
         load_category,
     )
