@@ -19,9 +19,8 @@ def synthesize(space, graph, key, **config):
 
 
 def test_oracle_trajectories_replay_and_pass_bfcl_judges(space, graph):
-    from aworld_rl_core.tooluse.bfcl import judge_multi_turn
+    from aworld_rl_core.tooluse.bfcl import entry_from_raw, judge_multi_turn
     from aworld_rl_core.tooluse.bfcl.reference import BfclReference
-    from aworld_rl_funreason_mt.space import entry_from_dict
 
     kept, drops = [], []
     for n in range(8):
@@ -35,7 +34,7 @@ def test_oracle_trajectories_replay_and_pass_bfcl_judges(space, graph):
         entry = trajectory.bfcl_entry()
         assert len(entry["question"]) == len(entry["ground_truth"]) == 2
         assert replay(entry)
-        bfcl = entry_from_dict(entry)
+        bfcl = entry_from_raw(entry)
         assert judge_multi_turn(bfcl, entry["ground_truth"]).valid
         # bfcl-eval's own executor gives the recorded results, and its checker passes
         assert reference.execute(bfcl, entry["ground_truth"]) == entry["ground_truth_results"]

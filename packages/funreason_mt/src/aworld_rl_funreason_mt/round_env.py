@@ -19,6 +19,7 @@ from typing import Any
 
 from aworld_rl_core.environment import Message, Step
 from aworld_rl_core.tooluse import Call, get_parser, signatures_from_tools
+from aworld_rl_core.tooluse.bfcl.environment import tool_message
 from aworld_rl_funreason_mt.space import Session
 
 SYSTEM_TEMPLATE = """\
@@ -61,12 +62,6 @@ def system_prompt(function_docs: Sequence[Mapping[str, Any]]) -> str:
     return SYSTEM_TEMPLATE.format(
         tools=json.dumps(list(function_docs), indent=1, ensure_ascii=False)
     )
-
-
-def tool_message(pairs: Sequence[tuple[str, str]]) -> Message:
-    """The results of one step: a JSON list of ``{call: result}`` (the paper's tool_response)."""
-    content = json.dumps([{call: result} for call, result in pairs], ensure_ascii=False)
-    return {"role": "tool", "content": content}
 
 
 @dataclass(frozen=True)

@@ -196,7 +196,7 @@ def bfcl_entry(
     ground_truth: Sequence[Sequence[str]] | None = None,
 ) -> BfclEntry:
     """A BFCL multi-turn entry built in memory (what core's episode and judges take)."""
-    from aworld_rl_core.tooluse.bfcl import BfclEntry
+    from aworld_rl_core.tooluse.bfcl import entry_from_raw
 
     raw = {
         "id": entry_id,
@@ -206,22 +206,7 @@ def bfcl_entry(
         "function": [dict(f) for f in functions],
     }
     truth = None if ground_truth is None else [list(turn) for turn in ground_truth]
-    return BfclEntry(entry_id, SYNTHETIC_CATEGORY, raw, truth, [dict(f) for f in functions])
-
-
-def entry_from_dict(data: Mapping[str, Any]) -> BfclEntry:
-    """A :class:`BfclEntry` from a BFCL-shaped entry dict (ours carry ``ground_truth`` inline)."""
-    for key in ("id", "question", "initial_config", "involved_classes", "function"):
-        if key not in data:
-            raise ValueError(f"BFCL entry {data.get('id', '?')!r} lacks the field {key!r}")
-    return bfcl_entry(
-        str(data["id"]),
-        data["involved_classes"],
-        data["initial_config"],
-        data["function"],
-        questions=data["question"],
-        ground_truth=data.get("ground_truth"),
-    )
+    return entry_from_raw(raw, ground_truth=truth, category=SYNTHETIC_CATEGORY)
 
 
 @functools.cache

@@ -18,7 +18,6 @@ from typing import Any
 
 from aworld_rl_funreason_mt.round_env import system_prompt
 from aworld_rl_funreason_mt.sampler import Trace
-from aworld_rl_funreason_mt.space import entry_from_dict
 from aworld_rl_funreason_mt.tooling import AdvancedTool
 
 ENTRY_PREFIX = "funreason_mt_"
@@ -153,10 +152,10 @@ class Replay:
 
 def replay(entry: Mapping[str, Any]) -> Replay:
     """Replay a BFCL-shaped entry's ground truth in a fresh core episode (module docstring)."""
-    from aworld_rl_core.tooluse.bfcl import MultiTurnEpisode, judge_multi_turn
+    from aworld_rl_core.tooluse.bfcl import MultiTurnEpisode, entry_from_raw, judge_multi_turn
 
     recorded: Sequence[Sequence[str]] | None = entry.get("ground_truth_results")
-    bfcl = entry_from_dict(entry)
+    bfcl = entry_from_raw(entry)
     truth = bfcl.ground_truth or []
     if len(truth) != len(bfcl.turns):
         return Replay(False, f"{len(truth)} ground-truth turns for {len(bfcl.turns)} questions")
