@@ -206,12 +206,13 @@ def _spoken(value: Any) -> str:
 
 
 def _purpose(prompt: str, tool: str) -> str:
-    """The last tool's own description, without BFCL's "This tool belongs to..." preamble."""
+    """The first sentence of the last tool's own description (after BFCL's class blurb)."""
     docs = _json_after(prompt, "Tools used:", "[")
     for doc in docs if isinstance(docs, list) else []:
         if isinstance(doc, dict) and doc.get("name") == tool:
-            text = re.sub(r"This tool belongs to[^.]*\.\s*", "", str(doc.get("description", "")))
-            sentence = text.split(".")[0].strip()
+            text = str(doc.get("description", ""))
+            text = text.split("Tool description:", 1)[-1]  # BFCL: class blurb, then the tool's
+            sentence = text.strip().split(". ")[0].strip().rstrip(".")
             if sentence:
                 return sentence + "."
     return f"complete the {tool.replace('_', ' ')} request."

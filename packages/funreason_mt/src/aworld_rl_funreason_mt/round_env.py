@@ -15,7 +15,7 @@ from __future__ import annotations
 import json
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Literal
 
 from aworld_rl_core.environment import Message, Step
 from aworld_rl_core.tooluse import Call, get_parser, signatures_from_tools
@@ -57,11 +57,26 @@ TRANSIENT_ERRORS = (
 )
 
 
-def system_prompt(function_docs: Sequence[Mapping[str, Any]]) -> str:
-    """The FunReason-MT system prompt with the tools' BFCL docs as JSON."""
-    return SYSTEM_TEMPLATE.format(
-        tools=json.dumps(list(function_docs), indent=1, ensure_ascii=False)
-    )
+ToolDocs = Literal["json", "compact"]
+
+
+def system_prompt(function_docs: Sequence[Mapping[str, Any]], tool_docs: ToolDocs = "json") -> str:
+    """The FunReason-MT system prompt with the tools' BFCL docs as JSON (``compact``: one line
+    per tool, its parameters and the first sentence of its description: small models on CPU)."""
+    if tool_docs == "compact":
+        tools = "\n".join(_compact(doc) for doc in function_docs)
+    elif tool_docs == "json":
+        tools = json.dumps(list(function_docs), indent=1, ensure_ascii=False)
+    else:
+        raise ValueError(f"tool_docs must be 'json' or 'compact', got {tool_docs!r}")
+    return SYSTEM_TEMPLATE.format(tools=tools)
+
+
+def _compact(doc: Mapping[str, Any]) -> str:
+    params = (doc.get("parameters") or {}).get("properties") or {}
+    args = ", ".join(f"{name}: {spec.get('type', 'any')}" for name, spec in params.items())
+    text = str(doc.get("description", "")).split("Tool description:", 1)[-1].strip()
+    return f"- {doc['name']}({args}): {text.split('. ')[0].rstrip('.')}"
 
 
 @dataclass(frozen=True)
