@@ -3,7 +3,7 @@
 import asyncio
 
 import pytest
-from mt_doubles import OracleClient, ScriptClient, run_steps, step_play
+from mt_doubles import OracleClient, ScriptClient, run_steps
 
 from aworld_rl_funreason_mt.synthesis import Drop, Retry, SynthesisConfig, Synthesizer
 from aworld_rl_funreason_mt.trajectory import Trajectory, replay
@@ -83,10 +83,10 @@ def test_k_max_attempts_then_drop(space, graph):
         draft.query = "Please do it."
         wrong = ScriptClient(["<think>no idea</think><answer>Sorry.</answer>"])
         with pytest.raises(Retry) as first:
-            asyncio.run(synth.reason(draft, wrong, oracle, step_play))
+            asyncio.run(synth.reason(draft, wrong, oracle))
         assert first.value.reason == "mismatch" and draft.hints == [first.value.feedback]
         with pytest.raises(Drop, match="reasoning_failed"):
-            asyncio.run(synth.reason(draft, wrong, oracle, step_play))
+            asyncio.run(synth.reason(draft, wrong, oracle))
         # the second attempt saw the first hint in its prompt
         assert "Hint from a reviewer" in wrong.seen[-1][-1]["content"]
         assert "Hint from a reviewer" not in wrong.seen[0][-1]["content"]
@@ -113,6 +113,6 @@ def test_garbage_agents_give_retries_and_drops_never_crashes(space, graph, garba
             asyncio.run(synth.make_query(draft, client))
         draft.query = "Please do it."
         with pytest.raises(Drop, match="reasoning_failed"):
-            asyncio.run(synth.reason(draft, client, client, step_play))
+            asyncio.run(synth.reason(draft, client, client))
     finally:
         draft.close()

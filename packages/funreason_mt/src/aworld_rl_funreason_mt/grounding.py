@@ -591,7 +591,7 @@ class Grounder:
         sources: dict[str, str] = {}
         for param in tool.params.values():
             if param.name in explicit and rng.random() >= self.optional_rate:
-                # never rely on a shared mutable default (see Session): write it out
+                # BFCL post_tweet shares its list defaults between calls: write them out
                 arguments[param.name], sources[param.name] = explicit[param.name](), "default"
                 continue
             if not param.required and rng.random() >= self.optional_rate:

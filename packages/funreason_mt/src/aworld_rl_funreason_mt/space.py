@@ -261,21 +261,9 @@ class Session:
         return MultiTurnEpisode(entry, judge=False)
 
     def _dispatch(self, call: Call) -> ToolResult:
-        # Tools keep (and later mutate) the lists and dicts they are given: each run gets its own
-        # copy, so a recorded call stays as written. A mutable default left out of the call is
-        # passed as a fresh empty value: BFCL's TwitterAPI.post_tweet(tags=[], mentions=[])
-        # shares its defaults between all instances, and mention() extends them.
-        arguments = copy.deepcopy(call.arguments)
-        for name, kind in mutable_defaults(self._owner_class(call.name), call.name).items():
-            arguments.setdefault(name, kind())
-        fresh = Call(call.name, arguments, copy.deepcopy(call.positional))
-        return self._episode.dispatch([fresh])[0]
-
-    def _owner_class(self, method: str) -> type | None:
-        for instance in self._episode.instances.values():
-            if callable(getattr(type(instance), method, None)):
-                return type(instance)
-        return None
+        # tools keep (and later mutate) the lists and dicts they are given: each run gets its own
+        # copy, so a recorded call stays as written (core's dispatcher copies left-out defaults)
+        return self._episode.dispatch([copy.deepcopy(call)])[0]
 
     def _replay_one(self, item: Executed) -> None:
         result = self._dispatch(item.call)

@@ -21,7 +21,7 @@ from __future__ import annotations
 
 import hashlib
 import random
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
@@ -252,14 +252,18 @@ class Synthesizer:
             error_text=error,
         )
 
-    async def reason(self, draft: Draft, reasoner: Any, critic: Any, play: Any) -> None:
-        """One reasoning attempt (``play(client, env)`` plays it); Retry with the critic's hint
-        while attempts remain, Drop after ``k_max``."""
+    async def reason(
+        self, draft: Draft, reasoner: Any, critic: Any, *, sampling: Mapping[str, Any] | None = None
+    ) -> None:
+        """One reasoning attempt, played with core's ``engine.play``; Retry with the critic's
+        hint while attempts remain, Drop after ``k_max``."""
+        from aworld_rl_core.engine import play
+
         assert draft.trace is not None
         draft.attempt += 1
         env = self.round_env(draft)
         try:
-            episode = await play(reasoner, env)
+            episode = await play(reasoner, env, sampling=sampling)
             problem = self._judge(draft, env, episode)
             if problem is None:
                 self._keep(draft, env, episode)

@@ -33,21 +33,6 @@ class ScriptClient:
         return Completion(text=text, model="script")
 
 
-async def step_play(client, env):
-    """TEST SCAFFOLD until core's engine.play is on main: one episode, turn by turn."""
-    from types import SimpleNamespace
-
-    messages = env.reset()
-    while True:
-        completion = await client.chat(messages)
-        messages.append({"role": "assistant", "content": completion.text})
-        step = env.step(completion.text)
-        if step.done:
-            env.close()
-            return SimpleNamespace(messages=messages, info=step.info, error=None)
-        messages.extend(step.observation)
-
-
 async def run_steps(synth, draft, agents, *, attempts=3):
     """TEST SCAFFOLD: a record's stages in order with retries (core's pipeline does this)."""
     from aworld_rl_funreason_mt.synthesis import Retry
@@ -72,7 +57,7 @@ async def run_steps(synth, draft, agents, *, attempts=3):
         synth.guard(draft)
         while True:
             try:
-                await synth.reason(draft, agents, agents, step_play)
+                await synth.reason(draft, agents, agents)
                 log.append(("reason", draft.attempt))
                 break
             except Retry:
