@@ -9,7 +9,6 @@ response followed the format and every turn passed BFCL's checks, else 0.0 (``en
 
 from __future__ import annotations
 
-import functools
 from dataclasses import dataclass
 from typing import Literal
 
@@ -90,7 +89,8 @@ class RlRecipeConfig:
 def run(cfg: RlRecipeConfig, run: Run) -> RunResult:
     """Rows from the entries, the registered environment, the chosen backend."""
     from aworld_rl_core.backends.base import TrainJob
-    from aworld_rl_core.registry import get_environment, get_trainer
+    from aworld_rl_core.refs import Ref
+    from aworld_rl_core.registry import get_trainer
 
     entries = read_entries(cfg.data.path)
     if cfg.data.drop_error_responses:
@@ -99,16 +99,16 @@ def run(cfg: RlRecipeConfig, run: Run) -> RunResult:
         entries = entries[: cfg.data.limit]
     if not entries:
         raise ValueError(f"no training entries in {cfg.data.path}")
-    factory = functools.partial(
-        get_environment(cfg.env.name),
-        protocol=cfg.env.protocol,
-        reward=cfg.env.reward,
-        max_steps_per_turn=cfg.env.max_steps_per_turn,
+    env = Ref.named(
+        cfg.env.name,
+        {
+            "protocol": cfg.env.protocol,
+            "reward": cfg.env.reward,
+            "max_steps_per_turn": cfg.env.max_steps_per_turn,
+        },
     )
     rows = rl_rows_from_entries(entries, tool_docs=cfg.env.tool_docs)
-    job = TrainJob(
-        model=cfg.model, trainer=cfg.trainer, run=run, train_rows=rows, env_factory=factory
-    )
+    job = TrainJob(model=cfg.model, trainer=cfg.trainer, run=run, train_rows=rows, env=env)
     result = get_trainer(cfg.trainer.backend)().train(job)
     metrics = {**result.metrics, "train_entries": float(len(rows))}
     return RunResult(
