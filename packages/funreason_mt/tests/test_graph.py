@@ -140,3 +140,26 @@ def test_llm_edges_are_parsed_and_filtered(space):
         parse_llm_edges("I think login comes first.", space, "TicketAPI")
     with pytest.raises(ReplyError, match="'edges' list"):
         parse_llm_edges('{"pairs": []}', space, "TicketAPI")
+
+
+def test_llm_edges_through_an_openai_compatible_server(space):
+    """The graph's LLM judgment over HTTP (core's scripted server as the endpoint)."""
+    from aworld_rl_core.llm.config import LLMConfig
+    from aworld_rl_core.llm.scripted_server import ScriptedLLMServer
+    from aworld_rl_funreason_mt.recipes.common import GraphConfig
+    from aworld_rl_funreason_mt.space import ToolSpace
+
+    def reply(body):
+        user = body["messages"][-1]["content"]
+        if user.startswith("Tools of TicketAPI"):
+            return json.dumps({"edges": [{"before": "ticket_login", "after": "close_ticket"}]})
+        return "I am not sure."
+
+    small = ToolSpace(["TicketAPI", "MathAPI"])
+    with ScriptedLLMServer(reply) as server:
+        llm = LLMConfig(base_url=server.base_url, model=server.model, max_retries=0)
+        graph, errors = GraphConfig(llm_edges=True, llm=llm, sampling_seeds=1).build(small)
+    assert ("llm", "state", True) in edges_between(graph, "ticket_login", "close_ticket")
+    assert graph.coverage()["edges_llm"] == 1
+    assert list(errors) == ["MathAPI"] and "no JSON object" in errors["MathAPI"]
+    assert len(server.chat_bodies) == 2

@@ -59,7 +59,7 @@ def _json_after(text: str, label: str, opener: str = "{") -> Any:
 
 
 class DemoOracle:
-    """The reply function for :class:`~aworld_rl_core.testing.llm_server.ScriptedLLMServer`.
+    """The reply function for :class:`~aworld_rl_core.llm.scripted_server.ScriptedLLMServer`.
 
     Thread-safe: it remembers each trace's calls (by a fingerprint it writes into the advanced
     tool's name) for the reasoning requests that follow.
