@@ -105,7 +105,7 @@ class BfclMultiTurnEnv:
 
     # -- protocol ------------------------------------------------------------------------------
 
-    def reset(self, task: Mapping[str, Any] | None = None) -> list[Message]:
+    def reset(self) -> list[Message]:
         """Fresh API instances; the opening messages."""
         self.close()
         self._episode = MultiTurnEpisode(self.entry)
