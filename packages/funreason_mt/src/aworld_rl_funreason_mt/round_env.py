@@ -121,7 +121,7 @@ class RoundEnv:
         self.steps = 0
         self.answered = False
 
-    def reset(self, task: Mapping[str, Any] | None = None) -> list[Message]:
+    def reset(self) -> list[Message]:
         return [
             {"role": "system", "content": self.system},
             *self.history,
