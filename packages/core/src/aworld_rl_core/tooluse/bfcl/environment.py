@@ -67,6 +67,7 @@ class BfclMultiTurnEnv:
         if max_steps_per_turn < 1:
             raise ValueError(f"max_steps_per_turn must be >= 1, got {max_steps_per_turn}")
         self.entry = entry
+        self._expected_turns = len(entry.ground_truth)
         self.reward_kind = reward
         self.max_steps_per_turn = max_steps_per_turn
         self.opening = [dict(m) for m in opening] if opening else None
@@ -165,7 +166,7 @@ class BfclMultiTurnEnv:
         return Step(observation=self._episode.user_messages(), info=self._info())
 
     def reward(self) -> float:
-        passed = sum(self.turn_scores) / len(self.entry.ground_truth)
+        passed = sum(self.turn_scores) / self._expected_turns
         if self.reward_kind == "progress":
             return float(passed)
         return float(passed == 1.0 and self.format_errors == 0)
