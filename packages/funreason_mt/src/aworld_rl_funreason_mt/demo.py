@@ -86,7 +86,8 @@ class DemoOracle:
     # -- tooling -----------------------------------------------------------------------------
 
     def tool(self, prompt: str) -> str:
-        calls, inputs = [], {}
+        calls: list[str] = []
+        inputs: dict[str, Any] = {}
         for match in _CALL_LINE.finditer(prompt.split("Executed calls:", 1)[-1]):
             call, origin = match.group(1).strip(), match.group(2) or ""
             calls.append(call)
@@ -141,7 +142,7 @@ class DemoOracle:
         match = _FLOW.search(str(messages[last_user].get("content", "")))
         with self._lock:
             calls = list(self._traces.get(match.group(2), [])) if match else []
-        if not calls:
+        if match is None or not calls:
             return (
                 "<think>No plan for this request.</think><answer>I cannot help with that.</answer>"
             )

@@ -244,7 +244,8 @@ def _constraint_dict(c: Constraint) -> dict[str, Any]:
 
 def _constraint(data: Mapping[str, Any]) -> Constraint:
     tuples = {"enum", "sources", "ok_values", "failed_sources"}
-    return Constraint(**{k: tuple(v) if k in tuples else v for k, v in data.items()})
+    fields: dict[str, Any] = {k: tuple(v) if k in tuples else v for k, v in data.items()}
+    return Constraint(**fields)
 
 
 def nearest_first(

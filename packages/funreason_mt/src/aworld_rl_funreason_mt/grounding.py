@@ -586,7 +586,7 @@ class Grounder:
     ) -> Grounded | None:
         """Arguments for one call of ``tool``; None when a required one has no value."""
         instance = instances.get(tool.cls)
-        explicit = mutable_defaults(type(instance) if instance is not None else None, tool.name)
+        explicit = mutable_defaults(getattr(type(instance), tool.name, None))
         arguments: dict[str, Any] = {}
         sources: dict[str, str] = {}
         for param in tool.params.values():

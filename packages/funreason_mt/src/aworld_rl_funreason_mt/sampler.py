@@ -105,8 +105,8 @@ class Trace:
             TraceCall(c["call"], c["tool"], c["result"], dict(c.get("sources", {})))
             for c in data["calls"]
         )
-        skipped = tuple(tuple(s) for s in data.get("skipped", ()))
-        return cls(data["target"], calls, bool(data["reached"]), skipped)  # type: ignore[arg-type]
+        skipped = tuple((str(name), str(why)) for name, why in data.get("skipped", ()))
+        return cls(data["target"], calls, bool(data["reached"]), skipped)
 
 
 @dataclass

@@ -210,10 +210,9 @@ def bfcl_entry(
 
 
 @functools.cache
-def mutable_defaults(cls: type | None, method: str) -> dict[str, type]:
-    """Parameters of ``cls.method`` whose default is a list, dict or set (name -> its type)."""
-    func = getattr(cls, method, None) if cls is not None else None
-    if func is None or method.startswith("_"):
+def mutable_defaults(func: Callable[..., Any] | None) -> dict[str, type]:
+    """Parameters of ``func`` whose default is a list, dict or set (name -> its type)."""
+    if func is None or func.__name__.startswith("_"):
         return {}
     return {
         p.name: type(p.default)

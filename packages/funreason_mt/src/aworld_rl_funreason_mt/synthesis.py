@@ -122,6 +122,21 @@ class Draft:
     attempt: int = 0
     inject_at: int | None = None
 
+    def need_trace(self) -> Trace:
+        if self.trace is None:
+            raise RuntimeError("no trace for this round: the sample step must run first")
+        return self.trace
+
+    def need_tool(self) -> AdvancedTool:
+        if self.tool is None:
+            raise RuntimeError("no advanced tool for this round: the tool step must run first")
+        return self.tool
+
+    def need_start(self) -> Session:
+        if self.start is None:
+            raise RuntimeError("no starting state for this round: the sample step must run first")
+        return self.start
+
     @property
     def round(self) -> int:
         """The index of the round in progress."""
@@ -200,22 +215,22 @@ class Synthesizer:
 
     async def make_tool(self, draft: Draft, client: Any, feedback: str = "") -> None:
         """The tooling agent: one advanced tool for the round's trace (Retry on a bad reply)."""
-        assert draft.trace is not None
-        completion = await client.chat(tooling_messages(draft.trace, self.space, feedback))
+        trace = draft.need_trace()
+        completion = await client.chat(tooling_messages(trace, self.space, feedback))
         try:
-            draft.tool = parse_advanced_tool(completion.text, draft.trace, list(self.space.tools))
+            draft.tool = parse_advanced_tool(completion.text, trace, list(self.space.tools))
         except ReplyError as exc:
             raise Retry(str(exc), "bad_tool") from None
 
     async def make_query(self, draft: Draft, client: Any, feedback: str = "") -> None:
         """The querying agent: the hard query against the advanced tool (Retry on a bad one)."""
-        assert draft.trace is not None and draft.tool is not None
-        completion = await client.chat(querying_messages(draft.tool, draft.noise, feedback))
-        intermediate = sorted(set(draft.trace.tools[:-1]))
+        tool = draft.need_tool()
+        completion = await client.chat(querying_messages(tool, draft.noise, feedback))
+        intermediate = sorted(set(draft.need_trace().tools[:-1]))
         try:
             draft.query = parse_query(
                 completion.text,
-                draft.tool,
+                tool,
                 intermediate,
                 require_values=self.config.require_values_in_query,
             )
@@ -224,10 +239,9 @@ class Synthesizer:
 
     def guard(self, draft: Draft) -> None:
         """Drop a round that copies BFCL's test set (no guard: always passes)."""
-        assert draft.trace is not None
         if self.guard_index is None:
             return
-        flags = self.guard_index.check(draft.query, draft.trace.call_strings)
+        flags = self.guard_index.check(draft.query, draft.need_trace().call_strings)
         if flags:
             flag = flags[0]
             raise Drop(f"contaminated:{flag.kind}", f"{flag.bfcl_id} ({flag.score})")
@@ -237,12 +251,12 @@ class Synthesizer:
     def round_env(self, draft: Draft) -> RoundEnv:
         """The environment of the next attempt: the round's starting state, the earlier rounds,
         the hard query with the advanced tool's description and the hints so far."""
-        assert draft.start is not None
+        start = draft.need_start()
         history = [m for r in draft.trajectory.rounds for m in r.messages]
         tool = draft.tool if self.config.advanced_hint else None
         error = TRANSIENT_ERRORS[draft.rng.randrange(len(TRANSIENT_ERRORS))]
         return RoundEnv(
-            draft.start.fork(f"{draft.start.entry_id}-attempt{draft.attempt}"),
+            start.fork(f"{start.entry_id}-attempt{draft.attempt}"),
             system=system_prompt(draft.trajectory.function_docs),
             history=history,
             user=round_prompt(draft.query, tool, draft.hints),
@@ -259,7 +273,6 @@ class Synthesizer:
         hint while attempts remain, Drop after ``k_max``."""
         from aworld_rl_core.engine import play
 
-        assert draft.trace is not None
         draft.attempt += 1
         env = self.round_env(draft)
         try:
@@ -287,11 +300,11 @@ class Synthesizer:
         verdict = match_round(
             self.config.match,
             made=made,
-            expected=draft.trace.call_strings,
+            expected=draft.need_trace().call_strings,
             function_docs=draft.trajectory.function_docs,
             agent=env.session,
             trace_session=draft.session,
-            expected_results=[c.result for c in draft.trace.calls],
+            expected_results=[c.result for c in draft.need_trace().calls],
             agent_results=[c.result for c in env.calls if c.ok],
         )
         if verdict.ok and draft.inject_at is not None and not env.injected:
@@ -301,13 +314,13 @@ class Synthesizer:
     async def _hint(self, draft: Draft, critic: Any, env: RoundEnv, problem: str) -> str:
         made = [(c.call, c.result) for c in env.calls]
         messages = critic_messages(
-            draft.query, made, draft.trace.call_strings, Match(False, problem)
+            draft.query, made, draft.need_trace().call_strings, Match(False, problem)
         )
         last = ""
         for _ in range(2):  # one regeneration when the hint gives the answer away
             completion = await critic.chat(messages)
             try:
-                return parse_hint(completion.text, draft.trace.call_strings)
+                return parse_hint(completion.text, draft.need_trace().call_strings)
             except ReplyError as exc:
                 last = str(exc)
                 messages = [
@@ -322,8 +335,8 @@ class Synthesizer:
         messages = [{"role": "user", "content": user}, *episode.messages[opening:]]
         draft.trajectory.rounds.append(
             Round(
-                draft.trace,
-                draft.tool,
+                draft.need_trace(),
+                draft.need_tool(),
                 draft.query,
                 messages,
                 attempts=draft.attempt,
@@ -332,7 +345,7 @@ class Synthesizer:
                 error_injected=env.injected,
             )
         )
-        draft.start.close()
+        draft.need_start().close()
         draft.start = None
 
     # -- the end -------------------------------------------------------------------------------

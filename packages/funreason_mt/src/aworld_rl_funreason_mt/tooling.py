@@ -100,7 +100,8 @@ def value_key(value: Any) -> str:
 
 def trace_values(trace: Trace) -> tuple[set[str], set[str]]:
     """(user-facing, intermediate) argument values of a trace, as normalised strings."""
-    user, internal = set(), set()
+    user: set[str] = set()
+    internal: set[str] = set()
     for call in trace.calls:
         for param, value in _arguments(call.call).items():
             keys = {value_key(v) for v in leaf_values(value)}
