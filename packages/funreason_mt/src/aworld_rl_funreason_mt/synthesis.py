@@ -121,6 +121,7 @@ class Draft:
     hints: list[str] = field(default_factory=list)
     attempt: int = 0
     inject_at: int | None = None
+    flags: list[dict[str, Any]] = field(default_factory=list)
 
     def need_trace(self) -> Trace:
         if self.trace is None:
@@ -158,6 +159,7 @@ class Synthesizer:
         config: SynthesisConfig | None = None,
         *,
         guard: ContaminationIndex | None = None,
+        guard_action: Literal["drop", "flag"] = "drop",
         targets: Sequence[str] | None = None,
         seed: int = 0,
     ) -> None:
@@ -166,6 +168,7 @@ class Synthesizer:
         self.config = config or SynthesisConfig()
         self.sampler = DirectedSampler(self.graph, space, self.config.sampler)
         self.guard_index = guard
+        self.guard_action = guard_action
         self.targets = None if targets is None else sorted(set(targets) & set(space.tools))
         self.seed = seed
 
@@ -208,7 +211,7 @@ class Synthesizer:
         if not draft.trace.reached:
             raise Drop("target_unreached", f"{target} after {draft.trace.tools}")
         draft.noise = choose_noise(draft.rng)
-        draft.hints, draft.attempt, draft.tool, draft.query = [], 0, None, ""
+        draft.hints, draft.attempt, draft.tool, draft.query, draft.flags = [], 0, None, "", []
         draft.inject_at = 0 if draft.rng.random() < self.config.error_rate else None
 
     # -- phase II ------------------------------------------------------------------------------
@@ -238,13 +241,14 @@ class Synthesizer:
             raise Retry(str(exc), "bad_query") from None
 
     def guard(self, draft: Draft) -> None:
-        """Drop a round that copies BFCL's test set (no guard: always passes)."""
+        """Drop (or, with ``guard_action="flag"``, mark) a round that copies BFCL's test set."""
         if self.guard_index is None:
             return
         flags = self.guard_index.check(draft.query, draft.need_trace().call_strings)
-        if flags:
+        if flags and self.guard_action == "drop":
             flag = flags[0]
             raise Drop(f"contaminated:{flag.kind}", f"{flag.bfcl_id} ({flag.score})")
+        draft.flags = [{"kind": f.kind, "bfcl_id": f.bfcl_id, "score": f.score} for f in flags]
 
     # -- phase III -----------------------------------------------------------------------------
 
@@ -343,6 +347,7 @@ class Synthesizer:
                 hints=list(draft.hints),
                 noise=draft.noise,
                 error_injected=env.injected,
+                flags=list(draft.flags),
             )
         )
         draft.need_start().close()

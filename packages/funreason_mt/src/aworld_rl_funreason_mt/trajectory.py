@@ -35,6 +35,8 @@ class Round:
     hints: list[str] = field(default_factory=list)
     noise: str = ""
     error_injected: bool = False
+    flags: list[dict[str, Any]] = field(default_factory=list)
+    """Contamination flags (kept only with ``guard.action=flag``)."""
 
     @property
     def target(self) -> str:
@@ -50,6 +52,7 @@ class Round:
             "hints": list(self.hints),
             "noise": self.noise,
             "error_injected": self.error_injected,
+            "flags": list(self.flags),
         }
 
     @classmethod
@@ -63,6 +66,7 @@ class Round:
             list(data.get("hints", [])),
             data.get("noise", ""),
             bool(data.get("error_injected", False)),
+            list(data.get("flags", [])),
         )
 
 
