@@ -116,3 +116,36 @@ def test_garbage_agents_give_retries_and_drops_never_crashes(space, graph, garba
             asyncio.run(synth.reason(draft, client, client))
     finally:
         draft.close()
+
+
+DETERMINISM_SCRIPT = """
+import asyncio, json, sys
+sys.path.insert(0, {support!r})
+from mt_doubles import OracleClient, run_steps
+from aworld_rl_funreason_mt.discovery import build_graph
+from aworld_rl_funreason_mt.space import ToolSpace
+from aworld_rl_funreason_mt.synthesis import SynthesisConfig, Synthesizer
+space = ToolSpace()
+graph = build_graph(space)
+synth = Synthesizer(space, graph, SynthesisConfig(rounds=2), seed=5)
+draft = synth.draft("same")
+trajectory, _ = asyncio.run(run_steps(synth, draft, OracleClient()))
+print(json.dumps({{"graph": graph.to_dict(), "trajectory": trajectory.to_dict()}}, sort_keys=True))
+"""
+
+
+def test_graph_and_trajectory_do_not_depend_on_hash_seeds(tmp_path):
+    import os
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    support = str(Path(__file__).parent / "support")
+    code = DETERMINISM_SCRIPT.format(support=support)
+    outputs = []
+    for hash_seed in ("1", "2"):
+        env = {**os.environ, "PYTHONHASHSEED": hash_seed}
+        done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env)
+        assert done.returncode == 0, done.stderr[-2000:]
+        outputs.append(done.stdout)
+    assert outputs[0] == outputs[1]
