@@ -24,6 +24,18 @@ def resolve(path: str) -> Path:
     return Path(path)
 
 
+def json_lines(file: Path) -> list[dict[str, Any]]:
+    """One JSON object per non-empty line (an error names the file and line)."""
+    rows = []
+    for number, line in enumerate(file.read_text(encoding="utf-8").splitlines(), 1):
+        if line.strip():
+            try:
+                rows.append(json.loads(line))
+            except json.JSONDecodeError as exc:
+                raise ValueError(f"{file}:{number}: not a JSON line ({exc.msg})") from None
+    return rows
+
+
 def _rows(path: str) -> list[dict[str, Any]]:
     file = resolve(path)
     if file.is_dir():
@@ -33,14 +45,7 @@ def _rows(path: str) -> list[dict[str, Any]]:
             f"no data at {path}: give trajectories.jsonl (or the run directory) of "
             "funreason_mt.synthesize, its records.jsonl, or a BFCL-shaped entries file"
         )
-    rows = []
-    for number, line in enumerate(file.read_text(encoding="utf-8").splitlines(), 1):
-        if line.strip():
-            try:
-                rows.append(json.loads(line))
-            except json.JSONDecodeError as exc:
-                raise ValueError(f"{file}:{number}: not a JSON line ({exc.msg})") from None
-    return rows
+    return json_lines(file)
 
 
 def _kind(row: dict[str, Any]) -> str:

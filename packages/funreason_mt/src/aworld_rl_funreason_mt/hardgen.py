@@ -13,7 +13,6 @@ entry counts. :func:`hard_tools` keeps the tools both models fail on.
 
 from __future__ import annotations
 
-import json
 from collections import Counter
 from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
@@ -21,17 +20,7 @@ from typing import Any
 
 from aworld_rl_core.tooluse import ToolCallParseError, parse_python_calls, signatures_from_tools
 from aworld_rl_funreason_mt.contamination import canonical
-
-
-def _jsonl(path: Path) -> list[dict[str, Any]]:
-    rows = []
-    for number, line in enumerate(path.read_text(encoding="utf-8").splitlines(), 1):
-        if line.strip():
-            try:
-                rows.append(json.loads(line))
-            except json.JSONDecodeError as exc:
-                raise ValueError(f"{path}:{number}: not a JSON line ({exc.msg})") from None
-    return rows
+from aworld_rl_funreason_mt.data import json_lines
 
 
 def _files(path: str | Path, suffix: str) -> list[Path]:
@@ -52,7 +41,7 @@ def read_results(path: str | Path) -> dict[str, list[Any]]:
     """Entry id -> model result (turn -> step -> call strings) from BFCL result files."""
     out = {}
     for file in _files(path, "_result.json"):
-        for row in _jsonl(file):
+        for row in json_lines(file):
             if "id" in row and isinstance(row.get("result"), list):
                 out[str(row["id"])] = row["result"]
     return out
@@ -62,7 +51,7 @@ def read_failed_ids(path: str | Path) -> set[str]:
     """Ids of the entries BFCL's score files mark as failed (lines after the summary)."""
     failed = set()
     for file in _files(path, "_score.json"):
-        for row in _jsonl(file)[1:]:
+        for row in json_lines(file)[1:]:
             if "id" in row and row.get("valid") is not True:
                 failed.add(str(row["id"]))
     return failed

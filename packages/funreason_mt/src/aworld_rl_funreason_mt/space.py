@@ -21,20 +21,12 @@ from importlib import resources
 from typing import TYPE_CHECKING, Any, Literal
 
 from aworld_rl_core.tooluse import Call, ToolResult
+from aworld_rl_core.tooluse.bfcl.apis import OFFLINE_CLASSES
 
 if TYPE_CHECKING:
     from aworld_rl_core.tooluse.bfcl import BfclEntry
 
-BFCL_CLASSES = (
-    "GorillaFileSystem",
-    "MathAPI",
-    "MessageAPI",
-    "TwitterAPI",
-    "TicketAPI",
-    "TradingBot",
-    "TravelAPI",
-    "VehicleControlAPI",
-)
+BFCL_CLASSES = tuple(sorted(OFFLINE_CLASSES))
 """The eight offline BFCL multi-turn API classes (BFCL v3/v4 multi-turn categories)."""
 
 ScenarioSource = Literal["builtin", "bfcl"]

@@ -10,9 +10,28 @@ from typing import Any, Literal
 
 from aworld_rl_core.config import option
 from aworld_rl_core.llm.config import LLMConfig
+from aworld_rl_funreason_mt.data import DEMO_TRAJECTORIES
 from aworld_rl_funreason_mt.graph import ToolGraph
 from aworld_rl_funreason_mt.round_env import ToolDocs
 from aworld_rl_funreason_mt.space import BFCL_CLASSES, ToolSpace
+
+
+@dataclass(frozen=True, kw_only=True)
+class TrajectoryData:
+    """Synthesized data to train on."""
+
+    path: str = option(
+        DEMO_TRAJECTORIES,
+        help="trajectories.jsonl of funreason_mt.synthesize (or its run directory, records or "
+        "BFCL entries); the default is the packaged pipeline-demo data",
+    )
+    limit: int = option(0, help="use only the first N trajectories (0 = all)", ge=0)
+    drop_error_responses: bool = option(
+        False, help="leave out trajectories with constructed error responses (the card's advice)"
+    )
+    tool_docs: ToolDocs = option(
+        "json", help="tools in the system prompt: json (BFCL docs, as synthesized) or compact"
+    )
 
 
 @dataclass(frozen=True, kw_only=True)

@@ -16,24 +16,8 @@ from aworld_rl_core.backends.config import ModelConfig, RLConfig, TrainerConfig
 from aworld_rl_core.config import option
 from aworld_rl_core.runs import Run, RunResult
 from aworld_rl_core.tracking import TrackingConfig
-from aworld_rl_funreason_mt.data import DEMO_TRAJECTORIES, read_entries
-from aworld_rl_funreason_mt.recipes.common import rl_rows_from_entries
-from aworld_rl_funreason_mt.round_env import ToolDocs
-
-
-@dataclass(frozen=True, kw_only=True)
-class RlDataConfig:
-    """Which entries to train on."""
-
-    path: str = option(
-        DEMO_TRAJECTORIES,
-        help="trajectories.jsonl of funreason_mt.synthesize (or its run directory, records or "
-        "BFCL entries); the default is the packaged pipeline-demo data",
-    )
-    limit: int = option(0, help="use only the first N entries (0 = all)", ge=0)
-    drop_error_responses: bool = option(
-        False, help="leave out trajectories with constructed error responses (the card's advice)"
-    )
+from aworld_rl_funreason_mt.data import read_entries
+from aworld_rl_funreason_mt.recipes.common import TrajectoryData, rl_rows_from_entries
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -47,9 +31,6 @@ class RlEnvConfig:
     )
     max_steps_per_turn: int = option(
         20, help="policy responses per user turn before it is cut (BFCL: 20)", ge=1
-    )
-    tool_docs: ToolDocs = option(
-        "json", help="tools in the system prompt: json (as the SFT data) or compact (CPU runs)"
     )
 
 
@@ -76,7 +57,7 @@ def paper_trainer() -> TrainerConfig:
 class RlRecipeConfig:
     """GRPO on synthesized BFCL-shaped entries."""
 
-    data: RlDataConfig = option(factory=RlDataConfig, help="training entries")
+    data: TrajectoryData = option(factory=TrajectoryData, help="training entries")
     env: RlEnvConfig = option(factory=RlEnvConfig, help="environment and reward")
     model: ModelConfig = option(
         factory=lambda: ModelConfig(name_or_path="Qwen/Qwen3-4B-Instruct-2507"),
@@ -107,7 +88,7 @@ def run(cfg: RlRecipeConfig, run: Run) -> RunResult:
             "max_steps_per_turn": cfg.env.max_steps_per_turn,
         },
     )
-    rows = rl_rows_from_entries(entries, tool_docs=cfg.env.tool_docs)
+    rows = rl_rows_from_entries(entries, tool_docs=cfg.data.tool_docs)
     job = TrainJob(model=cfg.model, trainer=cfg.trainer, run=run, train_rows=rows, env=env)
     result = get_trainer(cfg.trainer.backend)().train(job)
     metrics = {**result.metrics, "train_entries": float(len(rows))}

@@ -16,31 +16,20 @@ from aworld_rl_core.config import option
 from aworld_rl_core.records import ToolUseRecord
 from aworld_rl_core.runs import Run, RunResult
 from aworld_rl_core.tracking import TrackingConfig
-from aworld_rl_funreason_mt.data import DEMO_TRAJECTORIES, read_records
+from aworld_rl_funreason_mt.data import read_records
+from aworld_rl_funreason_mt.recipes.common import TrajectoryData
 from aworld_rl_funreason_mt.round_env import ToolDocs, system_prompt
 
 
 @dataclass(frozen=True, kw_only=True)
-class SftDataConfig:
+class SftDataConfig(TrajectoryData):
     """The training trajectories."""
 
-    path: str = option(
-        DEMO_TRAJECTORIES,
-        help="trajectories.jsonl of funreason_mt.synthesize (or its run directory or "
-        "records.jsonl); the default is the packaged pipeline-demo data",
-    )
     extra_paths: tuple[str, ...] = option(
         (), help="more record files to mix in (the paper mixes APIGen/xLAM function-calling data)"
     )
-    limit: int = option(0, help="use only the first N trajectories (0 = all)", ge=0)
-    drop_error_responses: bool = option(
-        False, help="leave out trajectories with constructed error responses (the card's advice)"
-    )
     tools_in_template: bool = option(
         False, help="also give the tools to the chat template (false: system prompt only)"
-    )
-    tool_docs: ToolDocs = option(
-        "json", help="tools in the system prompt: json (BFCL docs) or compact (CPU runs)"
     )
 
 
