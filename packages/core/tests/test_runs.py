@@ -16,7 +16,7 @@ import pytest
 
 from aworld_rl_core import cli
 from aworld_rl_core.backends.config import TrainerConfig
-from aworld_rl_core.config import to_yaml
+from aworld_rl_core.config import option, to_yaml
 from aworld_rl_core.errors import AworldError
 from aworld_rl_core.runs import RESUME_MAY_CHANGE, resume_config
 
@@ -65,6 +65,8 @@ def test_resume_refuses_another_preset_or_override_showing_the_diff(
 @dataclass(frozen=True, kw_only=True)
 class Trained:
     trainer: TrainerConfig = field(default_factory=TrainerConfig, metadata={"help": "t"})
+    rounds: int = option(2, help="a budget a resume may raise", resumable=True)
+    mode: str = option("v1", help="not resumable")
 
 
 def test_only_the_documented_keys_may_change_on_resume(tmp_path):
@@ -74,6 +76,9 @@ def test_only_the_documented_keys_may_change_on_resume(tmp_path):
     assert more.trainer.max_steps == 20
     with pytest.raises(AworldError, match=r"trainer\.seed: 42 \(run\) -> 3 \(this command\)"):
         resume_config(tmp_path, Trained, overrides=["trainer.max_steps=20", "trainer.seed=3"])
+    assert resume_config(tmp_path, Trained, overrides=["rounds=5"]).rounds == 5  # resumable=True
+    with pytest.raises(AworldError, match=r"mode: 'v1' \(run\) -> 'v3'"):
+        resume_config(tmp_path, Trained, overrides=["mode=v3"])
 
 
 def test_status_gives_the_exact_command(demo_registry, tmp_path, capsys):

@@ -20,7 +20,7 @@ import signal
 import threading
 import time
 import warnings
-from collections.abc import Callable, Iterable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence, Sized
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from pathlib import Path
@@ -139,7 +139,7 @@ class Run:
             TimeRemainingColumn,
         )
 
-        if total is None and hasattr(iterable, "__len__"):
+        if total is None and isinstance(iterable, Sized):
             total = len(iterable)
         columns = [
             TextColumn("[bold]{task.description}"),
@@ -174,12 +174,15 @@ def _write_atomic(path: Path, text: str) -> None:
 # ---------------------------------------------------------------------------------------------
 
 
-def may_change_on_resume(key: str) -> bool:
-    """Whether ``key`` is in :data:`RESUME_MAY_CHANGE` (``section.*`` covers a section)."""
-    return any(
+def may_change_on_resume(key: str, cls: type | None = None) -> bool:
+    """Whether ``key`` is in :data:`RESUME_MAY_CHANGE` (``section.*`` covers a section) or is
+    a field of config class ``cls`` declared ``option(..., resumable=True)``."""
+    if any(
         key == allowed or (allowed.endswith(".*") and key.startswith(allowed[:-1]))
         for allowed in RESUME_MAY_CHANGE
-    )
+    ):
+        return True
+    return cls is not None and any(d.key == key and d.resumable for d in describe(cls))
 
 
 def config_diff(old: Any, new: Any) -> list[tuple[str, Any, Any]]:
@@ -221,16 +224,18 @@ def resume_config(
 def refuse_changes(saved: Any, requested: Any, directory: Path) -> None:
     """Raise, showing the diff, when ``requested`` differs from ``saved`` outside
     :data:`RESUME_MAY_CHANGE`."""
-    refused = [d for d in config_diff(saved, requested) if not may_change_on_resume(d[0])]
+    refused = [
+        d for d in config_diff(saved, requested) if not may_change_on_resume(d[0], type(saved))
+    ]
     if not refused:
         return
     lines = "\n".join(f"  {k}: {old!r} (run) -> {new!r} (this command)" for k, old, new in refused)
     raise AworldError(
         f"--resume: this command asks for another config than the run in '{directory}' was "
         f"started with:\n{lines}\nResume with `aworld-run <recipe> --output-dir {directory} "
-        f"--resume` (it runs the saved config.yaml); only {', '.join(RESUME_MAY_CHANGE)} may "
-        "change on resume. For a different config, start a new run (another --output-dir) or "
-        "start over with --overwrite."
+        f"--resume` (it runs the saved config.yaml); only {', '.join(RESUME_MAY_CHANGE)} and the "
+        "recipe's resumable keys (see --help) may change on resume. For a different config, "
+        "start a new run (another --output-dir) or start over with --overwrite."
     )
 
 
