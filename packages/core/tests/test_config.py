@@ -7,7 +7,15 @@ import yaml
 from demo_plugin import CountConfig, Optim
 
 from aworld_rl_core.backends.config import RLConfig, TrainerConfig
-from aworld_rl_core.config import describe, from_dict, load_config, option, to_dict, to_yaml
+from aworld_rl_core.config import (
+    apply_overrides,
+    describe,
+    from_dict,
+    load_config,
+    option,
+    to_dict,
+    to_yaml,
+)
 from aworld_rl_core.errors import ConfigError
 
 PRESETS = str(Path(__file__).parent / "support" / "demo_presets")
@@ -168,3 +176,37 @@ def test_bad_files_and_values_are_one_line_config_errors(tmp_path):
         with pytest.raises(ConfigError, match=rf"override '{re.escape(bad)}'.*not valid YAML") as e:
             load_config(CountConfig, overrides=[bad])
         assert "\n" not in str(e.value)
+
+
+@dataclass(frozen=True, kw_only=True)
+class Item:
+    name: str = option("a", help="name")
+    size: int = option(1, help="size", ge=1)
+
+
+@dataclass(frozen=True, kw_only=True)
+class Listy:
+    items: tuple[Item, ...] = option(
+        factory=lambda: (Item(name="a"), Item(name="b", size=2)), help="items"
+    )
+
+
+def test_an_index_override_changes_one_item_of_a_list_of_sections():
+    cfg = load_config(Listy, overrides=["items.1.size=5"])
+    assert cfg.items == (Item(name="a"), Item(name="b", size=5))
+    data = {"items": [{"name": "x"}, {"name": "y", "size": 3}]}  # a preset's own list
+    assert from_dict(Listy, apply_overrides(data, ["items.0.size=7"])).items == (
+        Item(name="x", size=7),
+        Item(name="y", size=3),
+    )
+    with pytest.raises(ConfigError, match=r"items\.2: the list has 2 items"):
+        load_config(Listy, overrides=["items.2.size=5"])
+    with pytest.raises(ConfigError, match=r"items\.0\.size: must be >= 1"):
+        load_config(Listy, overrides=["items.0.size=0"])
+
+
+def test_describe_lists_each_item_of_a_list_of_sections():
+    docs = {d.key: d for d in describe(Listy)}
+    assert docs["items"].default == "2 items, below"
+    assert (docs["items.1.name"].default, docs["items.1.size"].default) == ("b", 2)
+    assert docs["items.0.size"].bounds == ">= 1"

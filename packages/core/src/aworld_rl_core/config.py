@@ -197,14 +197,49 @@ def read_yaml(path: Path) -> dict[str, Any]:
 
 
 def merge(base: Mapping[str, Any], update: Mapping[str, Any]) -> dict[str, Any]:
-    """Deep-merge mappings; values of ``update`` win."""
+    """Deep-merge mappings; values of ``update`` win. A mapping with index keys merges into a
+    list item by item (``stages.0.batch_size=8`` changes the first stage only)."""
     out = dict(base)
     for key, value in update.items():
-        if isinstance(value, Mapping) and isinstance(out.get(key), Mapping):
-            out[key] = merge(out[key], value)
+        current = out.get(key)
+        if isinstance(value, Mapping) and isinstance(current, Mapping):
+            out[key] = merge(current, value)
+        elif _indexed(value) and isinstance(current, list):
+            out[key] = _merge_items(current, value, str(key))
         else:
             out[key] = value
     return out
+
+
+def _indexed(value: Any) -> bool:
+    """Whether ``value`` is a non-empty mapping whose keys are all list indices (``{"0": ...}``)."""
+    return (
+        isinstance(value, Mapping)
+        and bool(value)
+        and all(isinstance(k, int) or (isinstance(k, str) and k.isdigit()) for k in value)
+    )
+
+
+def _merge_items(items: Sequence[Any], update: Mapping[Any, Any], key: str) -> list[Any]:
+    """``items`` with ``update[i]`` merged into item ``i`` (mappings merge, others replace)."""
+    out = list(items)
+    for index, value in update.items():
+        i = _item_index(index, len(out), key)
+        if isinstance(value, Mapping) and isinstance(out[i], Mapping):
+            out[i] = merge(out[i], value)
+        else:
+            out[i] = value
+    return out
+
+
+def _item_index(index: Any, length: int, key: str) -> int:
+    i = int(index)
+    if i >= length:
+        raise ConfigError(
+            f"{key}.{i}: the list has {length} items (indices 0 to {length - 1}); give the "
+            "whole list to change its length"
+        )
+    return i
 
 
 def _nest(keys: list[str], value: Any) -> dict[str, Any]:
@@ -275,9 +310,16 @@ def _convert(tp: Any, value: Any, key: str, base: Any = None) -> Any:
         inner = base if isinstance(base, tp) else None
         return from_dict(tp, value if value is not None else {}, key + ".", inner)
     if origin in (list, tuple, Sequence) or tp in (list, tuple):
+        item_tp = args[0] if args else Any
+        if _indexed(value) and isinstance(base, (list, tuple)):  # stages.0.x=... over defaults
+            update = {_item_index(i, len(base), key): v for i, v in value.items()}
+            items = [
+                _convert(item_tp, update[i], f"{key}.{i}", item) if i in update else item
+                for i, item in enumerate(base)
+            ]
+            return tuple(items) if origin is tuple or tp is tuple else items
         if isinstance(value, str) or not isinstance(value, (list, tuple)):
             raise _type_error(key, tp, value)
-        item_tp = args[0] if args else Any
         items = [_convert(item_tp, v, f"{key}[{i}]") for i, v in enumerate(value)]
         return tuple(items) if origin is tuple or tp is tuple else items
     if origin in (dict, Mapping) or tp is dict:
@@ -382,8 +424,21 @@ class FieldDoc:
     resumable: bool = False
 
 
+def _section_items(tp: Any) -> Any:
+    """The item class of a list / tuple of config sections (None for any other type)."""
+    args = [a for a in typing.get_args(tp) if a is not Ellipsis]
+    if typing.get_origin(tp) in (list, tuple) and len(args) == 1:
+        item = args[0]
+        if isinstance(item, type) and dataclasses.is_dataclass(item):
+            return item
+    return None
+
+
 def describe(cls: type, prefix: str = "", defaults: Any = None) -> Iterator[FieldDoc]:
     """Every leaf field of a config class: dotted key, type, default and help.
+
+    A list of sections (``stages``) is listed item by item (``stages.0.batch_size``), the keys
+    an override addresses them by.
 
     Defaults are the recipe's own: a nested section shows the values its parent sets (a
     ``paper`` model name), not the nested class's generic defaults.
@@ -407,6 +462,17 @@ def describe(cls: type, prefix: str = "", defaults: Any = None) -> Iterator[Fiel
         if isinstance(tp, type) and dataclasses.is_dataclass(tp):
             nested = default if dataclasses.is_dataclass(default) else None
             yield from describe(tp, f"{prefix}{f.name}.", nested)
+            continue
+        item_tp = _section_items(tp)
+        if item_tp is not None and isinstance(default, (list, tuple)) and default:
+            yield FieldDoc(
+                prefix + f.name,
+                type_name(tp),
+                f"{len(default)} items, below",
+                f.metadata.get("help", ""),
+            )
+            for i, item in enumerate(default):
+                yield from describe(item_tp, f"{prefix}{f.name}.{i}.", item)
             continue
         yield FieldDoc(
             prefix + f.name,
