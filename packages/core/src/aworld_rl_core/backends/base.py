@@ -8,6 +8,7 @@ from typing import TYPE_CHECKING, Any, Protocol
 
 if TYPE_CHECKING:
     from aworld_rl_core.backends.config import ModelConfig, TrainerConfig
+    from aworld_rl_core.backends.validation import InRunValidation
     from aworld_rl_core.environment import Environment
     from aworld_rl_core.refs import Ref
     from aworld_rl_core.runs import Run, RunResult
@@ -34,6 +35,9 @@ class TrainJob:
     ``env`` and ``rewards`` are registered names with options (``Ref.named("core.toy-lowercase",
     {"turns": 2})``), import paths or module-level callables: the verl backend rebuilds them in
     its workers, so lambdas and closures only work on the in-process backends.
+
+    ``validation`` (``backends.validation.InRunValidation``): the run validates its policy on
+    ``eval_rows`` every few steps and its stop rule may end it (trl and verl).
     """
 
     model: ModelConfig
@@ -45,6 +49,7 @@ class TrainJob:
     rewards: Sequence[Ref | str | RewardFn] = ()
     reward_weights: Sequence[float] | None = None
     loss: LossFn | None = None
+    validation: InRunValidation | None = None
 
     def env_factory(self) -> EnvFactory | None:
         """``factory(row) -> Environment`` for this job's ``env`` (None without one)."""
