@@ -35,6 +35,11 @@ class EnvConfig:
         "json", help="tool list in the system prompt: BFCL JSON or one line each"
     )
     think_tag: str = option("think", help="reasoning tag name")
+    abstain_credit: Literal["clean", "no_call"] = option(
+        "clean",
+        help="turns that must abstain: clean = only a well-formed reply without calls earns "
+        "them; no_call = any turn without a call (BFCL's checker, the earlier reading)",
+    )
 
     def options(
         self, *, reward: str, augmentation: bool, prompt_style: str, max_steps: int | None = None
@@ -54,6 +59,7 @@ class EnvConfig:
             "prompt_style": prompt_style,
             "tool_docs": self.tool_docs,
             "think_tag": self.think_tag,
+            "abstain_credit": self.abstain_credit,
         }
 
     def factory(self, **stage: Any) -> Any:
