@@ -115,7 +115,7 @@ def test_augmentation_adds_hints_only_when_on(helpers):
     off.reset()
     text_off = off.step(bad).observation[0]["content"]
     assert "Unsupported path" in text_on and "Unsupported path" in text_off
-    assert "Hint: cd moves one folder level at a time" in text_on
+    assert "Hint: Changing directory moves one folder level at a time" in text_on
     assert "Hint:" not in text_off
     assert on.augmenter.used == ["fs-nested-path"] and off.augmenter.used == []
 
