@@ -210,3 +210,27 @@ def test_describe_lists_each_item_of_a_list_of_sections():
     assert docs["items"].default == "2 items, below"
     assert (docs["items.1.name"].default, docs["items.1.size"].default) == ("b", 2)
     assert docs["items.0.size"].bounds == ">= 1"
+
+
+def test_a_config_without_some_keys_names_where_they_are_set():
+    from aworld_rl_core.config import rebuild, without_keys
+
+    moved = {
+        "batch_size": "each stage sets it (stages.N.batch_size)",
+        "rl.max_response_tokens": "each stage sets it (stages.N.max_response_tokens)",
+    }
+    Narrow = without_keys(TrainerConfig, moved, name="NarrowTrainer")
+    keys = {d.key for d in describe(Narrow)}
+    assert "batch_size" not in keys and "rl.max_response_tokens" not in keys
+    assert {"learning_rate", "rl.group_size", "micro_batch_size"} <= keys
+    narrow = from_dict(Narrow, {"learning_rate": 0.5, "rl": {"group_size": 4}})
+    with pytest.raises(ConfigError, match=r"^batch_size is not set here: each stage sets it"):
+        from_dict(Narrow, {"batch_size": 4})
+    with pytest.raises(ConfigError, match=r"^rl\.max_response_tokens is not set here"):
+        from_dict(Narrow, {"rl": {"max_response_tokens": 9}})
+    full = rebuild(TrainerConfig, narrow, {"batch_size": 16, "rl.max_response_tokens": 999})
+    assert isinstance(full, TrainerConfig) and full.batch_size == 16
+    assert (full.learning_rate, full.rl.group_size, full.rl.max_response_tokens) == (0.5, 4, 999)
+    assert full.rl.kl_estimator == RLConfig().kl_estimator
+    with pytest.raises(ConfigError, match="batch_size: must be >= 1"):
+        rebuild(TrainerConfig, narrow, {"batch_size": 0})

@@ -257,7 +257,10 @@ def from_dict(cls: type[T], data: Mapping[str, Any], prefix: str = "", base: Any
         raise ConfigError(f"{prefix.rstrip('.') or 'config'}: expected a mapping, got {data!r}")
     hints = typing.get_type_hints(cls)
     fields = {f.name: f for f in dataclasses.fields(typing.cast(Any, cls)) if f.init}
+    moved: Mapping[str, str] = getattr(cls, "__moved_keys__", {})
     for key in data:
+        if key in moved:
+            raise ConfigError(f"{prefix}{key} is not set here: {moved[key]}")
         if key not in fields:
             valid = [prefix + name for name in fields]
             close = difflib.get_close_matches(prefix + str(key), valid, n=1, cutoff=0.5)
@@ -278,6 +281,40 @@ def from_dict(cls: type[T], data: Mapping[str, Any], prefix: str = "", base: Any
         raise ConfigError(f"{prefix.rstrip('.') or cls.__name__}: {exc}") from None
     except ValueError as exc:  # a __post_init__ check
         raise ConfigError(f"{prefix.rstrip('.') or cls.__name__}: {exc}") from None
+
+
+def without_keys(cls: type[T], moved: Mapping[str, str], *, name: str) -> type[T]:
+    """A config class like ``cls`` without the dotted keys of ``moved`` (their sections are
+    narrowed the same way): a recipe whose parts set those values hides them, and a config
+    that sets one gets a ConfigError saying ``moved[key]`` (where to set it instead).
+    ``rebuild`` turns an instance back into a ``cls``."""
+    here = {k: v for k, v in moved.items() if "." not in k}
+    hints = typing.get_type_hints(cls)
+    fields: list[tuple[str, Any, Any]] = []
+    for f in dataclasses.fields(typing.cast(Any, cls)):
+        if f.name in here:
+            continue
+        tp, default, factory = hints[f.name], f.default, f.default_factory
+        inner = {k.split(".", 1)[1]: v for k, v in moved.items() if k.startswith(f"{f.name}.")}
+        if inner:
+            tp = without_keys(tp, inner, name=f"{name}_{f.name}")
+            default, factory = dataclasses.MISSING, tp
+        spec = dataclasses.field(default=default, default_factory=factory, metadata=f.metadata)
+        fields.append((f.name, tp, spec))
+    narrowed = dataclasses.make_dataclass(
+        name, fields, frozen=True, kw_only=True, namespace={"__moved_keys__": dict(here)}
+    )
+    narrowed.__doc__ = cls.__doc__
+    return typing.cast("type[T]", narrowed)
+
+
+def rebuild(cls: type[T], section: Any, values: Mapping[str, Any]) -> T:
+    """A ``cls`` from ``section`` (an instance of a ``without_keys`` class) plus the dotted
+    ``values`` of the keys it lacks (checked like any config)."""
+    data = to_dict(section)
+    for key, value in values.items():
+        data = merge(data, _nest(key.split("."), value))
+    return from_dict(cls, data)
 
 
 def _defaults(cls: type) -> Any:
