@@ -18,7 +18,12 @@ from typing import Any
 from aworld_rl_core.backends.base import TrainJob
 from aworld_rl_core.backends.checkpoints import AtomicCheckpoints, checkpoints, latest_checkpoint
 from aworld_rl_core.backends.loss_hooks import TokenLossMixin
-from aworld_rl_core.backends.sft_data import SftCollator, build_samples, shifted_segments
+from aworld_rl_core.backends.sft_data import (
+    IGNORE_INDEX,
+    SftCollator,
+    build_samples,
+    shifted_segments,
+)
 from aworld_rl_core.errors import AworldError
 
 logger = logging.getLogger(__name__)
@@ -81,6 +86,42 @@ class HfSftBackend:
             outputs={"model": model_dir},
             checkpoints=checkpoints(job.run.checkpoint_dir),
         )
+
+
+def supervised_loss(
+    model: Any, inputs: dict[str, Any], num_items_in_batch: Any = None, return_outputs: bool = False
+) -> Any:
+    """The causal-LM cross-entropy, with logits computed only where a label follows.
+
+    The same value (and gradients) as the model's own loss on the full logits, which cost a
+    ``positions x vocabulary`` matrix: with assistant-only labels most positions are prompt,
+    and on a small model the output head is nearly all the compute. The kept positions are the
+    union over the batch (``logits_to_keep`` takes one index set)."""
+    import torch
+
+    labels = inputs.pop("labels")
+    targets = labels[:, 1:]
+    keep = (targets != IGNORE_INDEX).any(dim=0).nonzero().flatten()
+    outputs = model(**inputs, logits_to_keep=keep)
+    logits = outputs.logits.float()
+    picked = targets[:, keep]
+    total = torch.nn.functional.cross_entropy(
+        logits.reshape(-1, logits.shape[-1]),
+        picked.reshape(-1),
+        ignore_index=IGNORE_INDEX,
+        reduction="sum",
+    )
+    count = num_items_in_batch if num_items_in_batch is not None else (picked != IGNORE_INDEX).sum()
+    loss = total / torch.as_tensor(count, device=total.device)
+    return (loss, outputs) if return_outputs else loss
+
+
+def _keeps_logits(model: Any) -> bool:
+    """Whether the model's forward takes ``logits_to_keep`` (transformers' causal LMs do)."""
+    import inspect
+
+    forward = getattr(model, "forward", None)
+    return forward is not None and "logits_to_keep" in inspect.signature(forward).parameters
 
 
 def _report_data(run: Any, stats: Any) -> None:
@@ -159,6 +200,19 @@ def _make_trainer(job: TrainJob, model: Any, tokenizer: Any, train: list, evals:
 
         def shift_and_segment(self, logits: Any, labels: Any, think: Any) -> tuple:
             return shifted_segments(logits, labels, think)
+
+        def compute_loss(
+            self,
+            model: Any,
+            inputs: dict[str, Any],
+            return_outputs: bool = False,
+            num_items_in_batch: Any = None,
+        ) -> Any:
+            if self.token_loss is not None or not _keeps_logits(model):
+                return super().compute_loss(model, inputs, return_outputs, num_items_in_batch)
+            inputs = dict(inputs)
+            self.pop_segment_inputs(inputs)
+            return supervised_loss(model, inputs, num_items_in_batch, return_outputs)
 
     run = job.run
 
