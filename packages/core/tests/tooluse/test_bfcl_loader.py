@@ -9,6 +9,7 @@ from aworld_rl_core.tooluse.bfcl import (
     ALL_CATEGORIES,
     canonical_category,
     ground_truth_calls,
+    language_of,
     load_category,
     version,
 )
@@ -16,6 +17,8 @@ from aworld_rl_core.tooluse.bfcl.loader import file_prefix
 
 COUNTS = {
     "simple_python": 400,
+    "simple_java": 100,
+    "simple_javascript": 50,
     "multiple": 200,
     "parallel": 200,
     "parallel_multiple": 200,
@@ -45,6 +48,12 @@ def test_category_counts():
 def test_simple_alias_and_first_entry():
     first = load_category("simple", limit=2)
     assert len(first) == 2 and canonical_category("simple") == "simple_python"
+    assert canonical_category("java") == "simple_java"
+    assert [language_of(c) for c in ("simple_java", "simple_javascript", "live_simple")] == [
+        "java",
+        "javascript",
+        "python",
+    ]
     entry = first[0]
     assert (entry.id, entry.category) == ("simple_python_0", "simple_python")
     assert entry.ground_truth == [
@@ -71,6 +80,6 @@ def test_multi_turn_entries_carry_their_docs_and_flags():
 
 
 def test_unknown_category_names_the_choices():
-    with pytest.raises(ValueError, match="unknown BFCL category 'simple_java'") as info:
-        load_category("simple_java")
+    with pytest.raises(ValueError, match="unknown BFCL category 'web_search'") as info:
+        load_category("web_search")
     assert all(name in str(info.value) for name in ALL_CATEGORIES)

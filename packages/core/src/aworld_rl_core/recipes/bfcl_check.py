@@ -31,7 +31,7 @@ class DataConfig:
     """Which BFCL entries to replay."""
 
     categories: tuple[str, ...] = option(
-        DEFAULT_CATEGORIES, help="BFCL categories (python single-turn, irrelevance, multi-turn)"
+        DEFAULT_CATEGORIES, help="BFCL categories (single-turn AST, irrelevance, multi-turn)"
     )
     limit: int | None = option(None, help="first N entries per category (null: all)")
 
@@ -63,7 +63,7 @@ class BfclCheckConfig:
 
 def _replayed_output(entry: Any) -> Any:
     """What a perfect model answers: ground-truth calls, or nothing where it should abstain."""
-    from aworld_rl_core.tooluse.bfcl import ground_truth_calls
+    from aworld_rl_core.tooluse.bfcl import ground_truth_text
     from aworld_rl_core.tooluse.calls import Call, format_python_calls
 
     if entry.is_multi_turn:
@@ -72,7 +72,7 @@ def _replayed_output(entry: Any) -> Any:
         return format_python_calls([Call(entry.functions[0]["name"])])
     if entry.ground_truth is None:
         return ""
-    return format_python_calls(ground_truth_calls(entry))
+    return ground_truth_text(entry)
 
 
 def _judge(entry: Any, output: Any, cfg: JudgeConfig) -> Any:

@@ -26,6 +26,9 @@ _LAZY = {
     "canonical_category": "loader",
     "ALL_CATEGORIES": "loader",
     "SINGLE_TURN_CATEGORIES": "loader",
+    "PYTHON_AST_CATEGORIES": "loader",
+    "JAVA_JS_CATEGORIES": "loader",
+    "language_of": "loader",
     "IRRELEVANCE_CATEGORIES": "loader",
     "RELEVANCE_CATEGORIES": "loader",
     "MULTI_TURN_CATEGORIES": "loader",
@@ -36,6 +39,7 @@ _LAZY = {
     "judge_single_turn": "judges",
     "decode_single_turn": "judges",
     "ground_truth_calls": "ground_truth",
+    "ground_truth_text": "ground_truth",
     "system_prompt": "prompts",
     "with_system_prompt": "prompts",
     "missed_function_message": "prompts",
@@ -48,7 +52,9 @@ __all__ = [
     "BFCL_EVAL_VERSION",
     "INSTALL_COMMAND",
     "IRRELEVANCE_CATEGORIES",
+    "JAVA_JS_CATEGORIES",
     "MULTI_TURN_CATEGORIES",
+    "PYTHON_AST_CATEGORIES",
     "RELEVANCE_CATEGORIES",
     "SINGLE_TURN_CATEGORIES",
     "BfclEntry",
@@ -60,8 +66,10 @@ __all__ = [
     "canonical_category",
     "decode_single_turn",
     "ground_truth_calls",
+    "ground_truth_text",
     "judge_multi_turn",
     "judge_single_turn",
+    "language_of",
     "load_category",
     "missed_function_message",
     "system_prompt",
@@ -88,7 +96,7 @@ def __dir__() -> list[str]:
 
 if TYPE_CHECKING:
     from aworld_rl_core.tooluse.bfcl.episode import MultiTurnEpisode, TurnResult
-    from aworld_rl_core.tooluse.bfcl.ground_truth import ground_truth_calls
+    from aworld_rl_core.tooluse.bfcl.ground_truth import ground_truth_calls, ground_truth_text
     from aworld_rl_core.tooluse.bfcl.judges import (
         decode_single_turn,
         judge_multi_turn,
@@ -96,11 +104,14 @@ if TYPE_CHECKING:
     )
     from aworld_rl_core.tooluse.bfcl.loader import (
         ALL_CATEGORIES,
+        JAVA_JS_CATEGORIES,
         MULTI_TURN_CATEGORIES,
+        PYTHON_AST_CATEGORIES,
         RELEVANCE_CATEGORIES,
         SINGLE_TURN_CATEGORIES,
         BfclEntry,
         canonical_category,
+        language_of,
         load_category,
     )
     from aworld_rl_core.tooluse.bfcl.prompts import (

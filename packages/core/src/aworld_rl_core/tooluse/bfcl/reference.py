@@ -18,7 +18,7 @@ from pathlib import Path
 from typing import Any
 
 from aworld_rl_core.tooluse.bfcl._install import bfcl_root
-from aworld_rl_core.tooluse.bfcl.loader import RELEVANCE_CATEGORIES, BfclEntry
+from aworld_rl_core.tooluse.bfcl.loader import RELEVANCE_CATEGORIES, BfclEntry, language_of
 
 _MODEL_CONFIG = "bfcl_eval.constants.model_config"
 
@@ -62,11 +62,19 @@ class BfclReference:
         from bfcl_eval.utils import is_empty_output, is_function_calling_format_output
 
         try:
-            from bfcl_eval.constants.enums import Language
+            from bfcl_eval.constants.enums import Language, ReturnFormat
 
-            self._language: Any = Language.PYTHON
+            self._languages: dict[str, Any] = {
+                "python": (Language.PYTHON, ReturnFormat.PYTHON),
+                "java": (Language.JAVA, ReturnFormat.JAVA),
+                "javascript": (Language.JAVASCRIPT, ReturnFormat.JAVASCRIPT),
+            }
         except ImportError:  # releases up to 2025.8.5 name languages by string
-            self._language = "Python"
+            self._languages = {
+                "python": ("Python", "Python"),
+                "java": ("Java", "Java"),
+                "javascript": ("JavaScript", "JavaScript"),
+            }
         self._ast = _import_ast_checker()
         self._mt = multi_turn_checker
         self._utils = multi_turn_utils
@@ -76,19 +84,24 @@ class BfclReference:
 
     # -- single turn ---------------------------------------------------------------------------
 
+    def decode(self, output: str, language: str = "python") -> Any:
+        """BFCL's prompting decoder (``default_decode_ast_prompting``); None when it raises."""
+        try:
+            return self._decode(output, self._languages[language][1])
+        except Exception:  # BFCL counts any decoder failure as "no call"
+            return None
+
     def single_turn_valid(self, entry: BfclEntry, output: str) -> bool:
         """BFCL's eval-runner verdict: decode, format check, then ast_checker (or relevance)."""
-        try:
-            decoded = self._decode(output)
-        except Exception:  # BFCL counts any decoder failure as "no call"
-            decoded = None
+        language = self._languages[language_of(entry.category)][0]
+        decoded = self.decode(output, language_of(entry.category))
         if entry.category in RELEVANCE_CATEGORIES:
             has_call = decoded is not None and not self._is_empty(decoded)
             return has_call if entry.category == "live_relevance" else not has_call
         if decoded is None or not self._is_call_format(decoded):
             return False
         result = self._ast.ast_checker(
-            entry.functions, decoded, entry.ground_truth, self._language, entry.category, "ref"
+            entry.functions, decoded, entry.ground_truth, language, entry.category, "ref"
         )
         return bool(result["valid"])
 
