@@ -1,4 +1,5 @@
-"""BFCL adapter: load BFCL categories, run multi-turn episodes safely, judge as BFCL does.
+"""BFCL adapter: load BFCL categories, run multi-turn episodes safely, judge as BFCL does, play
+entries in BFCL's prompting protocol and write result files its own scorer reads.
 
 Works over the installed ``bfcl-eval`` (pinned, installed without its vendor SDKs: run
 ``python -m aworld_rl_core.tooluse.bfcl.install``). Importing this package writes no file and
@@ -33,6 +34,9 @@ _LAZY = {
     "RELEVANCE_CATEGORIES": "loader",
     "MULTI_TURN_CATEGORIES": "loader",
     "MultiTurnEpisode": "episode",
+    "BfclEnv": "prompting",
+    "ground_truth_replies": "prompting",
+    "write_results": "results",
     "TurnResult": "episode",
     "Verdict": "verdict",
     "judge_multi_turn": "judges",
@@ -43,6 +47,7 @@ _LAZY = {
     "system_prompt": "prompts",
     "with_system_prompt": "prompts",
     "missed_function_message": "prompts",
+    "opening_messages": "prompts",
     "to_json_schema": "schemas",
     "to_openai_tools": "schemas",
 }
@@ -58,6 +63,7 @@ __all__ = [
     "RELEVANCE_CATEGORIES",
     "SINGLE_TURN_CATEGORIES",
     "BfclEntry",
+    "BfclEnv",
     "BfclNotInstalledError",
     "MultiTurnEpisode",
     "TurnResult",
@@ -66,17 +72,20 @@ __all__ = [
     "canonical_category",
     "decode_single_turn",
     "ground_truth_calls",
+    "ground_truth_replies",
     "ground_truth_text",
     "judge_multi_turn",
     "judge_single_turn",
     "language_of",
     "load_category",
     "missed_function_message",
+    "opening_messages",
     "system_prompt",
     "to_json_schema",
     "to_openai_tools",
     "version",
     "with_system_prompt",
+    "write_results",
 ]
 
 
@@ -114,10 +123,13 @@ if TYPE_CHECKING:
         language_of,
         load_category,
     )
+    from aworld_rl_core.tooluse.bfcl.prompting import BfclEnv, ground_truth_replies
     from aworld_rl_core.tooluse.bfcl.prompts import (
         missed_function_message,
+        opening_messages,
         system_prompt,
         with_system_prompt,
     )
+    from aworld_rl_core.tooluse.bfcl.results import write_results
     from aworld_rl_core.tooluse.bfcl.schemas import to_json_schema, to_openai_tools
     from aworld_rl_core.tooluse.bfcl.verdict import Verdict

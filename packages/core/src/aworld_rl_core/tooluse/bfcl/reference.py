@@ -34,10 +34,9 @@ class _AnyModel(dict):
         return _PromptingModel()
 
 
-def _import_ast_checker() -> types.ModuleType:
-    """Import BFCL's ast_checker with a stand-in for its model registry (which imports every
+def _import_without_registry(name: str) -> types.ModuleType:
+    """Import a bfcl-eval module with a stand-in for its model registry (which imports every
     vendor SDK); the stand-in is removed again so a later real import is unaffected."""
-    name = "bfcl_eval.eval_checker.ast_eval.ast_checker"
     if name in sys.modules or _MODEL_CONFIG in sys.modules:
         return importlib.import_module(name)
     stub = types.ModuleType(_MODEL_CONFIG)
@@ -75,7 +74,7 @@ class BfclReference:
                 "java": ("Java", "Java"),
                 "javascript": ("JavaScript", "JavaScript"),
             }
-        self._ast = _import_ast_checker()
+        self._ast = _import_without_registry("bfcl_eval.eval_checker.ast_eval.ast_checker")
         self._mt = multi_turn_checker
         self._utils = multi_turn_utils
         self._decode = handler_utils.default_decode_ast_prompting
@@ -154,3 +153,44 @@ class BfclReference:
             ]
         finally:
             self._forget(name)
+
+    # -- result files, as `bfcl evaluate` scores them -------------------------------------------
+
+    def score_file(self, path: str | Path, category: str) -> tuple[int, int, set[str]]:
+        """(correct, total, failed ids) of one of our result files under bfcl-eval's own eval
+        runner (``evaluate_task``, the core of ``bfcl evaluate --partial-eval``), decoding as a
+        registered prompting model's handler does. Needs pandas and python-dotenv (its runner's
+        imports); the CLI itself needs every vendor SDK (see ``official``)."""
+        import json
+
+        from bfcl_eval.utils import load_file
+
+        runner = _import_without_registry("bfcl_eval.eval_checker.eval_runner")
+        rows = load_file(Path(path), sort_by_id=True)
+        name = f"ref{uuid.uuid4().hex}"
+        score_dir = Path(os.environ["BFCL_PROJECT_ROOT"]) / "score" / name
+        try:
+            runner.evaluate_task(
+                category, None, score_dir, rows, name, _DefaultDecoder(), {}, allow_missing=True
+            )
+        finally:
+            self._forget(name)
+        score_file = next(score_dir.rglob(f"*_{category}_score.json"))
+        header, *failures = [json.loads(line) for line in score_file.read_text().splitlines()]
+        failed = {str(item["id"]) for item in failures}
+        return int(header["correct_count"]), int(header["total_count"]), failed
+
+
+class _DefaultDecoder:
+    """The decoding side of a registered prompting handler (``OSSHandler``'s): BFCL's default
+    prompting decoders."""
+
+    def decode_ast(self, result: Any, language: Any, has_tool_call_tag: bool = False) -> Any:
+        from bfcl_eval.model_handler.utils import default_decode_ast_prompting
+
+        return default_decode_ast_prompting(result, language, has_tool_call_tag)
+
+    def decode_execute(self, result: Any, has_tool_call_tag: bool = False) -> Any:
+        from bfcl_eval.model_handler.utils import default_decode_execute_prompting
+
+        return default_decode_execute_prompting(result, has_tool_call_tag)
