@@ -186,6 +186,41 @@ def check_model(name: str) -> RegisteredModel:
 
 # -- the official scores -----------------------------------------------------------------------
 
+SUMMARY_FILE = "scores.json"
+"""Our per-category counts beside the result files, for the comparison with the official scorer."""
+
+
+def write_summary(
+    bfcl_dir: Path,
+    *,
+    model: str,
+    protocol: str,
+    counts: Mapping[str, tuple[int, int]],
+    entries: str = "",
+) -> Path:
+    """``<bfcl_dir>/scores.json``: model, protocol, data version, our (correct, total) per
+    category and the ``bfcl evaluate`` command that scores ``<bfcl_dir>/result``."""
+    from aworld_rl_core.tooluse.bfcl._install import version
+    from aworld_rl_core.tooluse.bfcl.loader import file_prefix
+
+    bfcl_dir = Path(bfcl_dir).resolve()
+    command = evaluate_command(model, counts, bfcl_dir / "result", bfcl_dir / "score")
+    summary = {
+        "model": model,
+        "protocol": protocol,
+        "entries": entries,
+        "bfcl_eval_version": version(),
+        "data": file_prefix(),
+        "categories": {
+            c: {"correct": k, "total": n, "accuracy": k / n if n else 0.0}
+            for c, (k, n) in counts.items()
+        },
+        "command": f"BFCL_PROJECT_ROOT={bfcl_dir} " + " ".join(command),
+    }
+    path = bfcl_dir / SUMMARY_FILE
+    path.write_text(json.dumps(summary, indent=2), encoding="utf-8")
+    return path
+
 
 def evaluate_command(
     model: str, categories: Iterable[str], result_dir: Path, score_dir: Path
