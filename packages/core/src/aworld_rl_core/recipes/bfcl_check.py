@@ -64,15 +64,8 @@ class BfclCheckConfig:
 def _replayed_output(entry: Any) -> Any:
     """What a perfect model answers: ground-truth calls, or nothing where it should abstain."""
     from aworld_rl_core.tooluse.bfcl import ground_truth_text
-    from aworld_rl_core.tooluse.calls import Call, format_python_calls
 
-    if entry.is_multi_turn:
-        return entry.ground_truth
-    if entry.category == "live_relevance":
-        return format_python_calls([Call(entry.functions[0]["name"])])
-    if entry.ground_truth is None:
-        return ""
-    return ground_truth_text(entry)
+    return entry.ground_truth if entry.is_multi_turn else ground_truth_text(entry)
 
 
 def _judge(entry: Any, output: Any, cfg: JudgeConfig) -> Any:

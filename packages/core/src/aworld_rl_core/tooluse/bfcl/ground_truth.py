@@ -7,8 +7,16 @@ import re
 from typing import Any
 
 from aworld_rl_core.tooluse.bfcl.ast_checker import standardize
-from aworld_rl_core.tooluse.bfcl.loader import SINGLE_TURN_CATEGORIES, BfclEntry, language_of
+from aworld_rl_core.tooluse.bfcl.loader import (
+    RELEVANCE_CATEGORIES,
+    SINGLE_TURN_CATEGORIES,
+    BfclEntry,
+    language_of,
+)
 from aworld_rl_core.tooluse.calls import Call, format_python_calls
+
+ABSTAIN = "None of the given functions can be used for this request."
+"""A reply without calls: what a perfect model answers in an irrelevance entry."""
 
 
 def _first(allowed: list[Any]) -> Any:
@@ -65,13 +73,19 @@ def ground_truth_calls(entry: BfclEntry) -> list[Call]:
 
 
 def ground_truth_text(entry: BfclEntry) -> str:
-    """The ground truth as a model answer in the entry's language: ``[f(a=1)]``.
+    """The ground truth as a model answer in the entry's language: ``[f(a=1)]``; for the
+    relevance categories, a reply without calls (irrelevance) or a call of the first function
+    (``live_relevance``, where any call is right).
 
     Java and JavaScript values are written so that BFCL's decoder and converters give back the
     allowed value (``50L`` for a Java long, ``new String[]{a, b}`` for a string array, whose
     items BFCL keeps verbatim). Some possible answers have no such writing (a Java ``any`` list
     holding numbers, which BFCL always reads as strings): those entries fail, as in bfcl-eval.
     """
+    if entry.category in RELEVANCE_CATEGORIES:
+        if entry.category == "live_relevance":
+            return format_python_calls([Call(entry.functions[0]["name"])])
+        return ABSTAIN
     language = language_of(entry.category)
     if language == "python":
         return format_python_calls(ground_truth_calls(entry))
