@@ -7,6 +7,7 @@ import json
 import pytest
 
 from aworld_rl_core.llm import OpenAIClient
+from aworld_rl_core.testing.bfcl_agents import opening_key, scripted_replies
 from aworld_rl_core.testing.llm_server import ScriptedLLMServer
 from aworld_rl_core.tooluse.bfcl import ground_truth_replies, load_category
 from aworld_rl_core.tooluse.bfcl.reference import BfclReference
@@ -33,34 +34,15 @@ def gt_replies(entry, protocol):
 OBSERVATIONS = ("Here are the function's execution results", "Your response does not follow")
 
 
-def position(messages):
-    """(user turn, replies so far in it) of a conversation in either protocol."""
-    turn, since, previous = -1, 0, False
-    for i, m in enumerate(messages):
-        opening = m["role"] == "user" and not str(m["content"]).startswith(OBSERVATIONS)
-        turn += opening and not previous
-        since = i if opening else since
-        previous = opening
-    return turn, sum(m["role"] == "assistant" for m in messages[since:])
-
-
 def oracle(entries, protocol, *, script=None):
-    """Reply function playing each entry from its opening: ``script(entry, protocol)`` gives the
-    replies per turn (default: the ground truth); past a turn's replies it repeats the last."""
-    plans = {}
-    for entry in entries:
-        opening = make_env(entry, protocol, {}).reset()
-        key = (opening[0]["content"], opening[1]["content"])
-        assert key not in plans, "test entries must open differently"
-        plans[key] = (script or gt_replies)(entry, protocol)
-
-    def reply(body):
-        messages = body["messages"]
-        turns = plans[(messages[0]["content"], messages[1]["content"])]
-        turn, index = position(messages)
-        return turns[turn][min(index, len(turns[turn]) - 1)]
-
-    return reply
+    """Reply function playing each entry: ``script(entry, protocol)`` gives the replies per turn
+    (default: the ground truth); past a turn's replies it repeats the last."""
+    scripts = {
+        opening_key(make_env(e, protocol, {}).reset()): (script or gt_replies)(e, protocol)
+        for e in entries
+    }
+    assert len(scripts) == len(entries), "test entries must open differently"
+    return scripted_replies(scripts, observations=OBSERVATIONS)
 
 
 def client_for(server):
