@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Sequence
+from functools import lru_cache
 from typing import Any
 
 from aworld_rl_core.tooluse.bfcl.loader import BfclEntry, language_of
@@ -22,6 +23,13 @@ def _templates() -> Any:
     from bfcl_eval.constants import default_prompts  # plain constants, no side effects
 
     return default_prompts
+
+
+@lru_cache(maxsize=256)
+def _indented(compact: str) -> str:
+    """BFCL's ``json.dumps(docs, indent=4)`` of docs given as compact JSON. Indented dumps run
+    in pure python (16 ms for a multi-turn entry's docs); entries share doc sets, so cache."""
+    return json.dumps(json.loads(compact), indent=4)
 
 
 def system_prompt(
@@ -42,7 +50,7 @@ def system_prompt(
         output_format=t.OUTPUT_FORMAT_MAPPING["python"], param_types=t.PARAM_TYPE_MAPPING["python"]
     )
     available = parts["available_tools"].format(
-        format="json", functions=json.dumps(list(function_docs), indent=4)
+        format="json", functions=_indented(json.dumps(list(function_docs)))
     )
     return template.format(
         persona=parts["persona"],
