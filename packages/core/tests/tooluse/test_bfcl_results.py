@@ -83,3 +83,13 @@ def test_scores_are_read_from_bfcls_score_files(tmp_path):
         "bfcl", "evaluate", "--model", "Qwen/Qwen3-8B", "--test-category",
         "simple_java,live_simple", "--result-dir", "r", "--score-dir", "s", "--partial-eval",
     ]  # fmt: skip
+
+
+def test_the_leaderboards_data_is_the_pinned_release(monkeypatch):
+    from aworld_rl_core.tooluse.bfcl import _install
+    from aworld_rl_core.tooluse.bfcl.results import check_leaderboard_data
+
+    check_leaderboard_data()  # 2026.3.23 is installed
+    monkeypatch.setattr(_install, "version", lambda: "2025.8.5")
+    with pytest.raises(ValueError, match=r"bfcl-eval 2025\.8\.5 is installed"):
+        check_leaderboard_data()

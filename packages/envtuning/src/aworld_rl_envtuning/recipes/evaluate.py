@@ -131,9 +131,11 @@ def _entry_ids(cfg: EvalConfig) -> tuple[list[str], str]:
 
 
 def _check(cfg: EvalConfig) -> None:
-    from aworld_rl_core.tooluse.bfcl.results import check_model
+    from aworld_rl_core.tooluse.bfcl.results import check_leaderboard_data, check_model
 
     check_model(cfg.result_model)
+    if cfg.protocol == "bfcl":
+        check_leaderboard_data()
     if cfg.protocol == "bfcl" and cfg.agent == "llm" and cfg.llm.temperature != 0.0:
         raise ValueError(
             f"protocol=bfcl decodes greedily, as the leaderboard does; llm.temperature is "

@@ -116,9 +116,11 @@ def _load_entries(cfg: EvalConfig) -> list[Any]:
 
 
 def _check(cfg: EvalConfig) -> None:
-    from aworld_rl_core.tooluse.bfcl.results import check_model
+    from aworld_rl_core.tooluse.bfcl.results import check_leaderboard_data, check_model
 
     check_model(cfg.result_model)
+    if cfg.protocol == "bfcl":
+        check_leaderboard_data()
     if cfg.num_samples < 1:
         raise ValueError(f"num_samples must be >= 1, got {cfg.num_samples}")
     sampled = cfg.generator.temperature != 0.0 or cfg.num_samples != 1

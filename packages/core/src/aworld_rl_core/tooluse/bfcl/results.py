@@ -77,6 +77,20 @@ def write_results(
     return paths
 
 
+def check_leaderboard_data() -> None:
+    """ValueError unless the installed bfcl-eval is the pinned release, whose data (BFCL v4) the
+    leaderboard scores."""
+    from aworld_rl_core.tooluse.bfcl._install import BFCL_EVAL_VERSION, INSTALL_COMMAND, version
+
+    installed = version()
+    if installed != BFCL_EVAL_VERSION:
+        raise ValueError(
+            f"protocol=bfcl scores the leaderboard's data, bfcl-eval {BFCL_EVAL_VERSION}; "
+            f"bfcl-eval {installed} is installed. Reinstall it ({INSTALL_COMMAND}) or use the "
+            "paper's protocol for another release's data"
+        )
+
+
 # -- the registry, read statically -------------------------------------------------------------
 
 
