@@ -21,8 +21,8 @@ from typing import Any
 
 from aworld_rl_core.benchmarking import measure, report
 from aworld_rl_core.llm import OpenAIClient
+from aworld_rl_core.llm.scripted_server import ScriptedLLMServer
 from aworld_rl_core.testing.bfcl_agents import scripted_replies
-from aworld_rl_core.testing.llm_server import ScriptedLLMServer
 from aworld_rl_core.tooluse.bfcl import MULTI_TURN_CATEGORIES, ground_truth_replies, load_category
 from aworld_rl_envtuning.evaluate import evaluate
 

@@ -7,8 +7,8 @@ import json
 import pytest
 
 from aworld_rl_core.llm import OpenAIClient
+from aworld_rl_core.llm.scripted_server import ScriptedLLMServer
 from aworld_rl_core.testing.bfcl_agents import opening_key, scripted_replies
-from aworld_rl_core.testing.llm_server import ScriptedLLMServer
 from aworld_rl_core.tooluse.bfcl import ground_truth_replies, load_category
 from aworld_rl_core.tooluse.bfcl.reference import BfclReference
 from aworld_rl_core.tooluse.bfcl.results import DEFAULT_MODEL, write_results
@@ -156,7 +156,7 @@ def test_garbage_scores_0_in_both_protocols(entries):
 
 def test_a_failing_endpoint_fails_its_entries_only(entries):
     from aworld_rl_core.llm import RetryPolicy
-    from aworld_rl_core.testing.llm_server import Fault
+    from aworld_rl_core.llm.scripted_server import Fault
 
     good = oracle(entries, "bfcl")
     broken = set()

@@ -7,8 +7,9 @@ is BFCL's eval runner's (no irrelevance check). ``envtuning`` is the paper's: En
 and ``<think>`` / ``<tool_call>`` / ``<answer>`` format in :class:`EnvTuningEnv` (augmentation
 off), a call in an abstain turn blocked and failing the entry, a turn moved on after
 ``max_steps_per_turn`` replies, and the stricter verdict. Accuracy per category is the share of
-valid entries; the overall figure is the mean over categories, as BFCL reports it. Each outcome
-carries the BFCL result row (``result`` per turn and reply, token counts, latencies) that
+valid entries; the overall figure is the mean over categories, as BFCL reports it. Episodes run
+in core's episode engine (``aworld_rl_core.engine.play``). Each outcome carries the BFCL result
+row (``result`` per turn and reply, token counts, latencies) that
 :func:`result_rows` hands to core's result-file writer.
 """
 
@@ -22,6 +23,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
 
+from aworld_rl_core.engine import play
 from aworld_rl_core.llm.errors import LLMError
 
 if TYPE_CHECKING:
@@ -48,24 +50,6 @@ class EpisodeOutcome:
     info: dict[str, Any] = field(repr=False)
     messages: list[dict[str, Any]] = field(repr=False, default_factory=list)
     usage: list[tuple[int, int, float]] = field(repr=False, default_factory=list)
-
-
-async def play(
-    client: Any, env: Any, *, sampling: Mapping[str, Any] | None = None
-) -> tuple[dict[str, Any], list[dict[str, Any]]]:
-    """Play one episode with an async chat client; (final info, conversation)."""
-    messages = env.reset()
-    try:
-        while True:
-            completion = await client.chat(messages, **dict(sampling or {}))
-            text = completion.text or ""
-            messages.append({"role": "assistant", "content": text})
-            step = env.step(text)
-            if step.done:
-                return step.info, messages
-            messages.extend(step.observation)
-    finally:
-        env.close()
 
 
 class GroundTruthAgent:
@@ -160,7 +144,8 @@ async def evaluate_async(
         env = make_env(entry, protocol, options)
         try:
             async with gate:
-                info, messages = await play(agent, env, sampling=sampling)
+                episode = await play(agent, env, sampling=sampling)
+            info, messages = episode.info, episode.messages
             valid, error_type = judge(entry, info, protocol)
         except LLMError as exc:  # the entry fails, as a model that gave no answer does in BFCL
             info, messages = env.final_info(), []

@@ -1,5 +1,5 @@
 """Scripted agents for BFCL multi-turn entries: TEST DOUBLES of a model, served by
-:class:`~aworld_rl_core.testing.llm_server.ScriptedLLMServer`.
+:class:`~aworld_rl_core.llm.scripted_server.ScriptedLLMServer`.
 
 A script gives the replies of each user turn; the reply function finds a request's script by a
 key (by default the conversation's opening: system prompt and first user message) and the

@@ -17,7 +17,6 @@ Decoding never evaluates text (core's literal-only reader): arguments that are n
 
 from __future__ import annotations
 
-from collections.abc import Mapping
 from typing import Any
 
 from aworld_rl_core.environment import Message, Step
@@ -70,11 +69,8 @@ class BfclEnv:
         self._call_steps = 0
         self._done = False
 
-    def reset(self, task: Mapping[str, Any] | None = None) -> list[Message]:
+    def reset(self) -> list[Message]:
         """BFCL's system prompt and the first user turn."""
-        asked = task.get("entry_id") if isinstance(task, Mapping) else None
-        if asked is not None and asked != self.entry.id:
-            raise ValueError(f"this environment plays {self.entry.id}, not {asked}")
         self.close()
         self._episode = MultiTurnEpisode(self.entry, irrelevance_check=False)
         self.result, self.calls_per_turn, self.turn_scores = [[]], [[]], []
