@@ -289,10 +289,12 @@ def test_the_entries_are_the_papers_400_by_default_or_all_or_a_recorded_split(tm
 
 def test_bfcl_protocol_is_greedy_and_the_result_model_is_checked(tmp_path, aworld_home):
     entry = registry.get_recipe("envtuning.eval")
-    for overrides, message in (
-        (["llm.temperature=0.7"], "protocol=bfcl decodes greedily"),
-        (["agent=ground_truth", "result_model=my-model"], "not in bfcl-eval's model registry"),
+    for i, (overrides, message) in enumerate(
+        (
+            (["llm.temperature=0.7"], "protocol=bfcl decodes greedily"),
+            (["agent=ground_truth", "result_model=my-model"], "not in bfcl-eval's model registry"),
+        )
     ):
         cfg = load_config(entry.config_cls(), overrides=overrides)
         with pytest.raises(ValueError, match=message):
-            execute("envtuning.eval", entry.run_fn(), cfg, output_dir=tmp_path / "x", quiet=True)
+            execute("envtuning.eval", entry.run_fn(), cfg, output_dir=tmp_path / str(i), quiet=True)

@@ -9,7 +9,7 @@ import pytest
 
 from aworld_rl_core.config import load_config
 from aworld_rl_core.runs import execute
-from aworld_rl_funreason.recipes.evaluate import EvalConfig, run
+from aworld_rl_funreason.recipes.evaluate import CATEGORIES, EvalConfig, run
 
 PRESETS = "aworld_rl_funreason:configs/eval"
 # entries whose BFCL ground truth no reply can satisfy: empty allowed lists, a parameter missing
@@ -23,21 +23,13 @@ UNSATISFIABLE = {
     "simple_java_36",
     "simple_java_65",
 }
-SIZES = {
-    "simple_python": 400,
-    "simple_java": 100,
-    "simple_javascript": 50,
-    "multiple": 200,
-    "parallel": 200,
-    "parallel_multiple": 200,
-    "live_simple": 258,
-    "live_multiple": 1053,
-    "live_parallel": 16,
-    "live_parallel_multiple": 24,
-    "irrelevance": 240,
-    "live_irrelevance": 884,
-    "live_relevance": 16,
-}
+
+
+@pytest.fixture(scope="module")
+def sizes():
+    from aworld_rl_core.tooluse.bfcl import load_category
+
+    return {c: len(load_category(c)) for c in CATEGORIES}
 
 
 @pytest.fixture(autouse=True)
@@ -51,14 +43,14 @@ def test_presets_load():
     assert load_config(EvalConfig, preset="paper", presets=PRESETS).protocol == "funreason"
 
 
-def test_ground_truth_scores_what_bfcl_evals_runner_scores(tmp_path):
+def test_ground_truth_scores_what_bfcl_evals_runner_scores(tmp_path, sizes):
     from aworld_rl_core.tooluse.bfcl.reference import BfclReference
 
     cfg = load_config(EvalConfig, preset="ground-truth", presets=PRESETS)
     result, _ = execute("funreason.eval", run, cfg, output_dir=tmp_path / "run", quiet=True)
     m = result.metrics
     rows = [json.loads(x) for x in (tmp_path / "run/outputs.jsonl").read_text().splitlines()]
-    assert len(rows) == sum(SIZES.values())
+    assert len(rows) == sum(sizes.values())
     assert {r["id"] for r in rows if not r["valid"]} == UNSATISFIABLE
     assert all(r["answer"] == r["output"] for r in rows)  # protocol bfcl: judged as written
     for cat in ("simple_python", "simple_javascript", "multiple", "parallel", "irrelevance"):
@@ -75,8 +67,8 @@ def test_ground_truth_scores_what_bfcl_evals_runner_scores(tmp_path):
         path = result.outputs[f"bfcl_{category}_result"]
         ours = (counts["correct"], counts["total"])
         assert ref.score_file(path, category)[:2] == ours, category
-    assert summary["categories"]["live_relevance"]["correct"] == SIZES["live_relevance"]
-    assert set(summary["categories"]) == set(SIZES)
+    assert summary["categories"]["live_relevance"]["correct"] == sizes["live_relevance"]
+    assert set(summary["categories"]) == set(sizes)
     report = (tmp_path / "run/report.md").read_text()
     assert "## BFCL single-turn (bfcl protocol)" in report and "FunReason overall" in report
 
@@ -93,10 +85,10 @@ def test_funreason_protocol_strips_the_reasoning(tmp_path):
 
 
 def test_bfcl_protocol_is_one_greedy_reply(tmp_path):
-    for overrides in (["generator.temperature=0.7"], ["num_samples=3"]):
+    for i, overrides in enumerate((["generator.temperature=0.7"], ["num_samples=3"])):
         cfg = load_config(EvalConfig, overrides=overrides)
         with pytest.raises(ValueError, match="protocol=bfcl takes one greedy reply"):
-            execute("funreason.eval", run, cfg, output_dir=tmp_path / "x", quiet=True)
+            execute("funreason.eval", run, cfg, output_dir=tmp_path / str(i), quiet=True)
 
 
 def test_tiny_cpu_preset_runs_a_local_model(tmp_path, monkeypatch):

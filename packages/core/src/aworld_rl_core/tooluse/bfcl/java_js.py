@@ -40,17 +40,13 @@ def _decoder(language: str) -> Callable[[str], Any]:
 def decode(text: str, language: str, *, limits: ParseLimits = DEFAULT_LIMITS) -> Decoded:
     """BFCL's prompting decoder for ``language`` ("java" or "javascript"): strip backticks,
     newlines and spaces, drop the outer brackets, parse the one call. Raises ToolCallParseError."""
+    from aworld_rl_core.tooluse.bfcl.judges import frame
+
     if language not in ("java", "javascript"):
         raise ValueError(f"decode handles java and javascript, not {language!r}")
-    if not isinstance(text, str):
-        raise ToolCallParseError(f"expected the model output as str, got {type(text).__name__}")
-    if len(text) > limits.max_chars:
+    framed = frame(text)
+    if len(framed) > limits.max_chars:
         raise ToolCallParseError(f"output has {len(text)} characters (limit {limits.max_chars})")
-    framed = text.strip("`\n ")
-    if not framed.startswith("["):
-        framed = "[" + framed
-    if not framed.endswith("]"):
-        framed = framed + "]"
     try:
         decoded = _decoder(language)(framed[1:-1])
     except RecursionError:

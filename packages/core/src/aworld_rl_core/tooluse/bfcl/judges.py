@@ -40,9 +40,9 @@ Positional = Literal["drop", "bind", "reject"]
 _JUDGED = frozenset(SINGLE_TURN_CATEGORIES + RELEVANCE_CATEGORIES)
 
 
-def decode_single_turn(output: str) -> list[Call]:
-    """BFCL's prompting-mode framing (strip backticks/newlines/spaces, add missing brackets,
-    strip wrapping single quotes), then :func:`parse_python_calls`. Raises ToolCallParseError."""
+def frame(output: str) -> str:
+    """BFCL's prompting-mode framing of a reply: backticks, newlines and spaces stripped, the
+    brackets of a call list added where missing. Raises ToolCallParseError on a non-string."""
     if not isinstance(output, str):
         raise ToolCallParseError(f"expected the model output as str, got {type(output).__name__}")
     text = output.strip("`\n ")
@@ -50,7 +50,13 @@ def decode_single_turn(output: str) -> list[Call]:
         text = "[" + text
     if not text.endswith("]"):
         text = text + "]"
-    return parse_python_calls(text.strip().strip("'"))
+    return text
+
+
+def decode_single_turn(output: str) -> list[Call]:
+    """:func:`frame`, wrapping single quotes stripped, then :func:`parse_python_calls`.
+    Raises ToolCallParseError."""
+    return parse_python_calls(frame(output).strip().strip("'"))
 
 
 def _as_decoded(
