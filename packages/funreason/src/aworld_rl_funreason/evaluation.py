@@ -56,7 +56,7 @@ def aggregate(
     ``"skip"`` averages over the categories that were run.
     """
     bfcl = bfcl_aggregate({c: (s.correct, s.total) for c, s in scores.items()}, missing=missing)
-    parts = [bfcl[k] for k in ("non_live", "live") if bfcl[k] is not None]
+    parts = [v for k in ("non_live", "live") if (v := bfcl[k]) is not None]
     funreason = sum(parts) / len(parts) if parts else None
     out = {k: bfcl[k] for k in ("simple", "non_live", "live", "irrelevance", "relevance")}
     return {**out, "overall_bfcl": bfcl["overall"], "overall_funreason": funreason}

@@ -26,6 +26,7 @@ from aworld_rl_envtuning.data import CATEGORIES, SplitConfig
 
 if TYPE_CHECKING:
     from aworld_rl_envtuning.data import Split
+    from aworld_rl_envtuning.evaluate import Protocol
     from aworld_rl_envtuning.recipes.common import EnvConfig, ValidationConfig
 
 ENTRY_SETS = {
@@ -148,7 +149,7 @@ def run_evaluation(
     entry_ids: list[str],
     env_options: dict[str, Any],
     *,
-    protocol: str,
+    protocol: Protocol,
     concurrency: int,
     out_dir: Path,
     run: Run,
@@ -218,12 +219,10 @@ def run_evaluation(
                 "error_type": o.error_type,
                 "turn_scores": o.info["turn_scores"],
                 "steps": o.info["steps"],
-                **{
-                    k: o.info[k]
-                    for k in ("force_quit", "format_errors", "tool_calls")
-                    if k in o.info
-                },
             }
+            for key in ("force_quit", "format_errors", "tool_calls"):  # one protocol's each
+                if key in o.info:
+                    record[key] = o.info[key]
             handle.write(json.dumps(record) + "\n")
     outputs = {
         "outcomes": detail,

@@ -142,7 +142,7 @@ async def _generate(cfg: EvalConfig, entries: list[Any], run: Run) -> list[dict[
 
     async def job(item: tuple[Any, int]) -> dict[str, Any]:
         entry, k = item
-        start, usage = time.perf_counter(), {}
+        start, usage = time.perf_counter(), dict[str, int]()
         if client is None:
             text = ground_truth_text(entry, cfg.protocol)
         else:

@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import re
 from functools import lru_cache
-from typing import Any
+from typing import Any, cast
 
 Result = tuple[bool, str, str]
 OK: Result = (True, "", "")
@@ -60,10 +60,11 @@ def _check_type(
     if type(value) is expected:
         if nested is None:
             return OK, is_variable
+        items = cast("list[Any]", value)  # only list types have a nested item type
         for option in allowed:
             if type(option) is list and any(
                 not _check_type(param, item, option, nested.__name__, nested, None)[0][0]
-                for item in value
+                for item in items
             ):
                 continue
             return OK, is_variable

@@ -113,7 +113,7 @@ def judge_single_turn(
         reason = f"cannot decode the output: {error}"
         return Verdict(False, (0.0,), reason, "ast_decoder:decoder_failed")
     valid, error_type, reason = ast_check(
-        entry.functions, decoded, entry.ground_truth, category, language
+        entry.functions, decoded, entry.ground_truth or [], category, language
     )
     return Verdict(valid, (float(valid),), reason, error_type)
 

@@ -81,11 +81,11 @@ def aggregate(counts: Counts, *, missing: Missing = "skip") -> dict[str, float |
         "relevance": acc("live_relevance"),
         "multi_turn": _mean([acc(c) for c in MULTI_TURN], missing),
     }
-    weighted = [
-        (weight, 0.0 if groups.get(name) is None else groups[name])
-        for name, weight in OVERALL_WEIGHTS.items()
-        if missing == "zero" or groups.get(name) is not None
-    ]
-    weight = sum(w for w, _ in weighted)
-    groups["overall"] = sum(w * v for w, v in weighted) / weight if weight else None
+    weighted: list[tuple[int, float]] = []
+    for name, weight in OVERALL_WEIGHTS.items():
+        value = groups.get(name)
+        if value is not None or missing == "zero":
+            weighted.append((weight, value or 0.0))
+    total = sum(w for w, _ in weighted)
+    groups["overall"] = sum(w * v for w, v in weighted) / total if total else None
     return groups

@@ -80,8 +80,7 @@ class BfclEnv:
 
     def step(self, model_text: str) -> Step:
         """One reply: execute its calls, or end the user turn. Never raises on model text."""
-        if self._episode is None:
-            raise RuntimeError("call reset() before step()")
+        episode = self._live()
         if self._done:
             raise RuntimeError(f"episode {self.entry.id} is over; start a new environment")
         text = model_text if isinstance(model_text, str) else ""
@@ -92,7 +91,7 @@ class BfclEnv:
         if not calls:
             self.result[-1].append(text)
             return self._end_turn()
-        results = self._episode.execute(calls)
+        results = episode.execute(calls)
         rendered = [format_python_call(c) for c in calls]
         self.result[-1].append(format_python_calls(calls))
         self.calls_per_turn[-1].append(rendered)
@@ -113,25 +112,31 @@ class BfclEnv:
 
     # -- internals -----------------------------------------------------------------------------
 
+    def _live(self) -> MultiTurnEpisode:
+        if self._episode is None:
+            raise RuntimeError("call reset() before step()")
+        return self._episode
+
     def _end_turn(self) -> Step:
-        self.turn_scores.append(self._episode.end_turn().score)
+        episode = self._live()
+        self.turn_scores.append(episode.end_turn().score)
         self._call_steps = 0
-        if self._episode.done:
+        if episode.done:
             return self._finish()
         self.result.append([])
         self.calls_per_turn.append([])
-        return Step(observation=self._episode.user_messages(), info=self._info(turn_ended=True))
+        return Step(observation=episode.user_messages(), info=self._info(turn_ended=True))
 
     def _finish(self) -> Step:
         self._done = True
         return Step(observation=[], done=True, info=self.final_info())
 
     def _info(self, **extra: Any) -> dict[str, Any]:
-        return {"turn": self._episode.turn, "result": self.result, **extra}
+        return {"turn": self._live().turn, "result": self.result, **extra}
 
     def final_info(self) -> dict[str, Any]:
         """What the episode did: BFCL's result, the calls per turn, per-turn scores, progress."""
-        expected = len(self.entry.ground_truth)
+        expected = len(self.entry.ground_truth or [])
         return {
             "entry_id": self.entry.id,
             "result": [list(turn) for turn in self.result],

@@ -161,6 +161,8 @@ def registry() -> dict[str, RegisteredModel]:
         for key, value in zip(node.keys, node.values, strict=True):
             if not (isinstance(key, ast.Constant) and isinstance(value, ast.Call)):
                 continue
+            if not isinstance(key.value, str):
+                continue
             fields = {k.arg: k.value for k in value.keywords}
             handler = fields.get("model_handler")
             if not isinstance(handler, ast.Name):
