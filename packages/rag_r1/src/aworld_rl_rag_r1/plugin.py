@@ -13,3 +13,24 @@ def register_rewards(register):
         f"{mod}:em_format_reward",
         help="EM with Search-R1's format score (0.2 valid / 0.1 invalid tag sequence)",
     )
+
+
+_R = "aworld_rl_rag_r1.recipes"
+
+
+@hookimpl
+def register_recipes(register):
+    register(
+        "rag_r1.build-index",
+        config=f"{_R}.build_index:BuildIndexConfig",
+        run=f"{_R}.build_index:run",
+        presets="aworld_rl_rag_r1:configs/build-index",
+        help="Chunk a corpus into 100-word passages and build a FAISS or BM25 index (resumable).",
+    )
+    register(
+        "rag_r1.serve",
+        config=f"{_R}.serve:ServeConfig",
+        run=f"{_R}.serve:run",
+        presets="aworld_rl_rag_r1:configs/serve",
+        help="Serve an index over HTTP (Search-R1's /retrieve), micro-batched; Ray Serve replicas.",
+    )
