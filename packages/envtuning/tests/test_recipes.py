@@ -37,6 +37,7 @@ class TestStageRecipe(RecipeContract):
     """The fast end-to-end check: one GRPO step of stage 2 with the tiny model."""
 
     recipe = "envtuning.stage"
+    override_values = {"stage.reward": "binary"}  # checked against the reward names
 
     def check_result(self, result, run_dir):
         state = json.loads((run_dir / "curriculum_state.json").read_text())

@@ -68,6 +68,7 @@ def _dispatch(argv: list[str]) -> int:
     command, rest = argv[0], argv[1:]
     if command == "plugins":
         return _plugins()
+    _warn_broken_plugins()
     if command == "show-config":
         if not rest or rest[0].startswith("-"):
             raise AworldError("show-config needs a recipe name: aworld-run show-config RECIPE")
@@ -77,6 +78,7 @@ def _dispatch(argv: list[str]) -> int:
 
 def _plugins() -> int:
     from rich.console import Console
+    from rich.markup import escape
     from rich.table import Table
 
     reg = registry.current()
@@ -90,12 +92,30 @@ def _plugins() -> int:
             for kind, entries in reg.entries.items()
             if any(e.plugin == info.name for e in entries.values())
         ]
+        owned += [
+            f"[yellow]{kind[:-1]} {name}: blocked, also registered by "
+            f"{', '.join(o for o in owners if o != info.name) or 'itself'}[/yellow]"
+            for (kind, name), owners in reg.conflicts.items()
+            if info.name in owners
+        ]
         registers = "\n".join(owned) or "-"
         if info.error:
-            registers = f"[red]failed to load: {info.error}[/red]"
+            registers = f"[red]failed: {escape(info.error)}[/red]"
         table.add_row(info.name, info.dist or "-", info.version or "-", registers)
     console.print(table)
-    return 1 if reg.failures else 0
+    for kind, name in reg.conflicts:
+        console.print(f"[yellow]{escape(reg.conflict_message(kind, name))}[/yellow]")
+    return 1 if reg.failures or reg.conflicts else 0
+
+
+def _warn_broken_plugins() -> None:
+    reg = registry.current()
+    broken = [p.name for p in reg.failures] + [name for _, name in reg.conflicts]
+    if broken:
+        print(
+            f"aworld-run: warning: not available: {', '.join(broken)} (see `aworld-run plugins`)",
+            file=sys.stderr,
+        )
 
 
 def _run(name: str, argv: list[str], *, show_only: bool) -> int:
@@ -103,9 +123,6 @@ def _run(name: str, argv: list[str], *, show_only: bool) -> int:
 
     entry = registry.get_recipe(name)
     args = _recipe_parser(name).parse_intermixed_args(argv)
-    if args.help:
-        _print_recipe_help(entry)
-        return 0
     config_cls = entry.config_cls()
     cfg = load_config(
         config_cls,
@@ -114,6 +131,9 @@ def _run(name: str, argv: list[str], *, show_only: bool) -> int:
         presets=entry.presets,
         overrides=args.overrides,
     )
+    if args.help:
+        _print_recipe_help(entry, cfg, shown=args.preset or args.config)
+        return 0
     if show_only:
         print(to_yaml(cfg), end="")
         return 0
@@ -141,7 +161,7 @@ def _run(name: str, argv: list[str], *, show_only: bool) -> int:
     return 0
 
 
-def _print_recipe_help(entry: registry.RecipeEntry) -> None:
+def _print_recipe_help(entry: registry.RecipeEntry, cfg: object, shown: str | None) -> None:
     from aworld_rl_core.config import describe, list_presets
 
     print(f"aworld-run {entry.name} [--preset NAME | --config FILE] [options] [key=value ...]\n")
@@ -149,10 +169,12 @@ def _print_recipe_help(entry: registry.RecipeEntry) -> None:
         print(entry.help + "\n")
     presets = list_presets(entry.presets)
     print(f"presets: {', '.join(presets) or 'none'}\n")
-    print("options: --output-dir DIR, --resume, --quiet, --debug\n")
-    print("config keys (key=value):")
-    for doc in describe(entry.config_cls()):
-        print(f"  {doc.key} ({doc.type}, default {doc.default!r})")
+    print("options: --output-dir DIR, --resume, --overwrite, --quiet, --debug\n")
+    source = f"with {shown}" if shown else "the recipe's defaults"
+    print(f"config keys (key=value; defaults: {source}):")
+    for doc in describe(type(cfg), defaults=cfg):
+        bounds = f", {doc.bounds}" if doc.bounds else ""
+        print(f"  {doc.key} ({doc.type}{bounds}, default {doc.default!r})")
         if doc.help:
             print(f"      {doc.help}")
 

@@ -33,7 +33,7 @@ class DataConfig:
     categories: tuple[str, ...] = option(
         DEFAULT_CATEGORIES, help="BFCL categories (python single-turn, irrelevance, multi-turn)"
     )
-    limit: int | None = option(None, help="first N entries per category (null: all)")
+    limit: int | None = option(None, help="first N entries per category (null: all)", ge=1)
 
 
 @dataclass(frozen=True, kw_only=True)
