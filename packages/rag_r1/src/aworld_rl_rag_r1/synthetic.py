@@ -63,7 +63,7 @@ def generate(cfg: SyntheticConfig) -> tuple[list[dict[str, Any]], list[dict[str,
     ]
     people = [
         {
-            "name": f"{_name(rng, used, 2)} {_name(rng, used, 3)}",
+            "name": f"{_name(rng, set(), 2)} {_name(rng, used, 3)}",
             "city": rng.choice(cities)[0],
             "year": rng.randint(1820, 1990),
             "uni": rng.choice(unis)[0],
