@@ -5,13 +5,28 @@ import subprocess
 import sys
 import time
 
-from aworld_rl_core.testing.contracts import PluginContract, RecipeContract, RewardContract
+from aworld_rl_core.config import load_config
+from aworld_rl_core.registry import get_recipe
+from aworld_rl_core.runs import execute
+from aworld_rl_core.testing.contracts import (
+    PluginContract,
+    RecipeContract,
+    RewardContract,
+)
 
 
 class TestPlugin(PluginContract):
     plugin = "rag_r1"
     expected = {
-        "recipes": ["rag_r1.build-index", "rag_r1.serve"],
+        "recipes": [
+            "rag_r1.build-index",
+            "rag_r1.serve",
+            "rag_r1.train",
+            "rag_r1.eval",
+            "rag_r1.sft-data",
+        ],
+        "environments": ["rag_r1.search"],
+        "datasets": ["rag_r1.questions"],
         "rewards": ["rag_r1.em", "rag_r1.f1", "rag_r1.em_format"],
     }
 
@@ -34,6 +49,81 @@ class TestServeRecipe(RecipeContract):
         assert result.metrics["self_check_hits"] == 3
         assert result.metrics["requests"] == 1 and result.metrics["queries"] == 1
         assert "manifest" in (run_dir / "report.md").read_text()
+
+
+class TestTrainRecipe(RecipeContract):
+    recipe = "rag_r1.train"
+
+    def check_result(self, result, run_dir):
+        assert result.metrics["global_step"] == 1.0
+        assert result.checkpoints and (result.checkpoints[-1] / "config.json").is_file()
+        assert result.metrics["episode/turns"] >= 1
+
+
+class TestEvalRecipe(RecipeContract):
+    recipe = "rag_r1.eval"
+
+    def check_result(self, result, run_dir):
+        rows = (run_dir / "results.jsonl").read_text().splitlines()
+        assert len(rows) == 3 and result.metrics["synthetic/episodes"] == 3
+        assert all(json.loads(r)["turns"] >= 1 for r in rows)
+
+
+class TestSftDataRecipe(RecipeContract):
+    recipe = "rag_r1.sft-data"
+
+    def check_result(self, result, run_dir):
+        assert result.metrics["episodes"] == 3
+        trajectories = (run_dir / "trajectories.jsonl").read_text().splitlines()
+        assert len(trajectories) == 3
+        pool = (run_dir / "rl_pool.jsonl").read_text().splitlines()
+        assert len(pool) == result.metrics["rl_pool"] == 3 - result.metrics["solved"]
+
+
+def test_paper_ppo_dry_run_writes_the_verl_launch(tmp_path, aworld_home):
+    from aworld_rl_core.testing.tiny import tiny_model_dir
+
+    entry = get_recipe("rag_r1.train")
+    cfg = load_config(
+        entry.config_cls(),
+        preset="paper",
+        presets=entry.presets,
+        overrides=[
+            "trainer.verl.dry_run=true",
+            "data.train=synthetic",
+            "data.val=synthetic",
+            "world.encoder.name_or_path=hash",
+            f"model.name_or_path={tiny_model_dir('qwen3')}",
+        ],
+    )
+    result, _run = execute(
+        "rag_r1.train", entry.run_fn(), cfg, output_dir=tmp_path / "run", quiet=True
+    )
+    launch = json.loads(result.outputs["launch"].read_text())
+    overrides = set(launch["overrides"])
+    for expected in (
+        "algorithm.adv_estimator=gae",
+        "algorithm.use_kl_in_reward=true",
+        "algorithm.kl_ctrl.kl_coef=0.001",
+        "critic.optim.lr=1e-05",
+        "data.train_batch_size=512",
+        "actor_rollout_ref.actor.optim.lr=1e-06",
+        "actor_rollout_ref.rollout.n=1",
+        "actor_rollout_ref.actor.ppo_mini_batch_size=128",
+        "actor_rollout_ref.actor.entropy_coeff=0.001",
+        "actor_rollout_ref.rollout.top_p=0.95",
+        "actor_rollout_ref.actor.use_kl_loss=false",
+        "actor_rollout_ref.rollout.multi_turn.max_assistant_turns=6",
+        "actor_rollout_ref.actor.fsdp_config.param_offload=true",
+    ):
+        assert expected in overrides, expected
+    import pyarrow.parquet as pq
+
+    table = pq.read_table(result.outputs["data"] / "train.parquet").to_pylist()
+    assert len(table) == 8 and table[0]["agent_name"] == "aworld_env"
+    spec = json.loads(table[0]["extra_info"]["aworld"])
+    assert "rag_r1.search" in json.dumps(spec["env"])
+    assert "Question:" in table[0]["prompt"][0]["content"]
 
 
 class TestEmReward(RewardContract):

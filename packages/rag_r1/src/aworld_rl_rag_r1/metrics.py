@@ -2,8 +2,7 @@
 
 ``searches_per_question``, ``queries_per_search``, ``valid_action_rate`` (turns that were a
 search or an answer), ``answered`` (episodes that ended with an answer), ``em`` / ``f1``, and
-``retrieval_share`` (retrieval time over the environment's step time; over the episode's wall
-time where the caller measured it).
+``retrieval_share`` (retrieval time over the environment's step time).
 """
 
 from __future__ import annotations
@@ -12,9 +11,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 
-def rollout_metrics(
-    infos: Sequence[Mapping[str, Any]], wall_s: Sequence[float] | None = None
-) -> dict[str, float]:
+def rollout_metrics(infos: Sequence[Mapping[str, Any]]) -> dict[str, float]:
     """Means over episodes (each ``info`` is one episode's last step info)."""
     n = len(infos)
     if n == 0:
@@ -35,7 +32,4 @@ def rollout_metrics(
         "dropped_queries": total("dropped_queries") / n,
         "retrieval_share": total("retrieval_s") / total("step_s") if total("step_s") else 0.0,
     }
-    if wall_s:
-        out["seconds_per_question"] = sum(wall_s) / len(wall_s)
-        out["retrieval_share_of_wall"] = total("retrieval_s") / sum(wall_s) if sum(wall_s) else 0.0
     return out

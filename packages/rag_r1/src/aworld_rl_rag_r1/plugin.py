@@ -34,3 +34,42 @@ def register_recipes(register):
         presets="aworld_rl_rag_r1:configs/serve",
         help="Serve an index over HTTP (Search-R1's /retrieve), micro-batched; Ray Serve replicas.",
     )
+    register(
+        "rag_r1.train",
+        config=f"{_R}.train:TrainConfig",
+        run=f"{_R}.train:run",
+        presets="aworld_rl_rag_r1:configs/train",
+        help="RL of a multi-query search agent: verl PPO + GAE (paper), GRPO, or trl on CPU.",
+    )
+    register(
+        "rag_r1.eval",
+        config=f"{_R}.eval:EvalConfig",
+        run=f"{_R}.eval:run",
+        presets="aworld_rl_rag_r1:configs/eval",
+        help="EM, F1, searches and latency per question of a search agent (any LLM client).",
+    )
+    register(
+        "rag_r1.sft-data",
+        config=f"{_R}.sft_data:SftDataConfig",
+        run=f"{_R}.sft_data:run",
+        presets="aworld_rl_rag_r1:configs/sft-data",
+        help="An LLM plays the search loop: per-step SFT samples of correct answers + the RL pool.",
+    )
+
+
+@hookimpl
+def register_environments(register):
+    register(
+        "rag_r1.search",
+        "aworld_rl_rag_r1.env:make_env",
+        help="RAG-R1's deep search: <search> (several queries) / <answer>, inline <information>.",
+    )
+
+
+@hookimpl
+def register_datasets(register):
+    register(
+        "rag_r1.questions",
+        "aworld_rl_rag_r1.qa:question_rows",
+        help="RL / eval rows of a question file (path=..., format=auto|flashrag|hotpotqa|...).",
+    )

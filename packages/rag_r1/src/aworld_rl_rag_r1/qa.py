@@ -182,3 +182,9 @@ def load_fanoutqa(*, all_answers: bool = False, limit: int = 0) -> list[QAItem]:
             )
         )
     return items[:limit] if limit > 0 else items
+
+
+def question_rows(path: str, format: QAFormat = "auto", limit: int = 0) -> list[dict[str, Any]]:
+    """The registered dataset builder: rows of a question file (``fanoutqa``: the packaged set)."""
+    items = load_fanoutqa(limit=limit) if path == "fanoutqa" else load_qa(path, format, limit)
+    return [item.row() for item in items]

@@ -41,11 +41,16 @@ class SyntheticConfig:
 
 
 def _name(rng: random.Random, used: set[str], parts: int) -> str:
+    """A new invented name of ``parts`` syllables (one more after many collisions)."""
+    tries = 0
     while True:
         name = "".join(rng.choice(_SYLLABLES) for _ in range(parts)).capitalize()
         if name not in used:
             used.add(name)
             return name
+        tries += 1
+        if tries % 50 == 0:
+            parts += 1
 
 
 def generate(cfg: SyntheticConfig) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
