@@ -29,7 +29,7 @@ from aworld_rl_core.config import (
     to_dict,
     to_yaml,
 )
-from aworld_rl_core.environment import Environment, Step
+from aworld_rl_core.environment import Environment, Step, step_many, stop_strings
 from aworld_rl_core.runs import RunResult, execute
 
 HEAVY_MODULES = ("torch", "transformers", "trl", "verl", "bfcl_eval", "faiss", "vllm")
@@ -227,7 +227,11 @@ class RecipeContract:
 
 
 class EnvironmentContract:
-    """The Environment protocol: messages out, never an exception on model text."""
+    """The Environment protocol: messages out, never an exception on model text.
+
+    ``make_env()`` builds one episode's environment the way its factory does
+    (``factory(row, **options)``).
+    """
 
     hostile_texts: ClassVar[Sequence[str]] = (
         "",
@@ -241,14 +245,12 @@ class EnvironmentContract:
     def make_env(self) -> Environment:
         raise NotImplementedError("return a fresh environment for one episode")
 
-    def task(self) -> Mapping[str, Any] | None:
-        return None
-
     def test_reset_returns_messages(self) -> None:
         env = self.make_env()
         try:
-            messages = env.reset(self.task())
+            messages = env.reset()
             assert messages and all(isinstance(m, dict) and "role" in m for m in messages)
+            stop_strings(env)  # declared stop strings are non-empty strings
         finally:
             env.close()
 
@@ -256,10 +258,10 @@ class EnvironmentContract:
         for text in self.hostile_texts:
             env = self.make_env()
             try:
-                env.reset(self.task())
-                step = env.step(text)
+                env.reset()
+                [step] = step_many([env], [text])
                 assert isinstance(step, Step)
-                assert step.done or step.observation, "a bad step must say what went wrong"
+                assert step.done or step.observation or step.inline, "a bad step must say why"
                 assert isinstance(step.reward, float)
             finally:
                 env.close()
