@@ -51,6 +51,7 @@ class Server:
                 "aworld_rl_core.cli",
                 "rag_r1.serve",
                 "--quiet",
+                "retriever.backend=local",
                 f"retriever.index={index}",
                 "retriever.device=cpu",
                 f"server.port={self.port}",

@@ -6,9 +6,9 @@ import json
 import pytest
 
 from aworld_rl_core.config import load_config
+from aworld_rl_core.llm.scripted_server import ScriptedLLMServer
 from aworld_rl_core.registry import get_recipe
 from aworld_rl_core.runs import execute
-from aworld_rl_core.testing.llm_server import ScriptedLLMServer
 from aworld_rl_rag_r1.qa import load_qa
 from aworld_rl_rag_r1.recipes.common import WorldConfig, synthetic_world
 from aworld_rl_rag_r1.synthetic import SyntheticConfig

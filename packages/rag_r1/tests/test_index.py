@@ -173,13 +173,13 @@ def test_other_inputs_in_the_same_directory_are_refused(tmp_path, world):
 
 
 def test_hnsw_and_ivfpq_recall_against_flat(tmp_path):
-    docs, questions = generate(SyntheticConfig(people=300, cities=40, questions=80, seed=3))
+    docs, questions = generate(SyntheticConfig(people=200, cities=30, questions=60, seed=3))
     enc = load_encoder(HASH)
     found = {}
     for kind, extra in (
         ("flat", {}),
         ("hnsw", {}),
-        ("ivfpq", {"pq_m": 8, "ivf_nlist": 4, "ivf_nprobe": 4}),
+        ("ivfpq", {"pq_m": 16, "pq_nbits": 4, "ivf_nlist": 4, "ivf_nprobe": 4}),
     ):
         cfg = IndexConfig(type=kind, **extra)
         build_index(passages(docs), tmp_path / kind, cfg, enc, log=lambda _: None)
@@ -190,7 +190,14 @@ def test_hnsw_and_ivfpq_recall_against_flat(tmp_path):
     for kind in ("hnsw", "ivfpq"):
         pairs = zip(flat, found[kind], strict=True)
         recall = np.mean([len(f & {h.id for h in hits}) / 3 for f, hits in pairs])
-        assert recall >= (0.95 if kind == "hnsw" else 0.5), (kind, recall)
+        # HNSW is near exact; 4-bit PQ of 64-d hash vectors is lossy but far above chance (0.01)
+        assert recall >= (0.95 if kind == "hnsw" else 0.3), (kind, recall)
+
+
+def test_ivfpq_on_too_small_a_corpus_says_what_to_change(tmp_path, world):
+    cfg = IndexConfig(type="ivfpq", pq_m=8, pq_nbits=8, ivf_nlist=2)
+    with pytest.raises(ValueError, match=r"at least 256 training vectors .* index.pq_nbits"):
+        build_index(passages(world[0]), tmp_path, cfg, load_encoder(HASH), log=lambda _: None)
 
 
 def test_manifest_checks_on_load(tmp_path, world):

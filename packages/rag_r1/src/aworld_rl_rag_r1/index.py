@@ -228,10 +228,12 @@ def build_faiss(cfg: IndexConfig, shard_paths: list[Path], dim: int, n: int, see
         rng = np.random.default_rng(seed)
         rows = np.sort(rng.choice(n, size=size, replace=False))
         sample = _gather(shard_paths, rows)
-        if len(sample) < cfg.nlist(n):
+        need = max(cfg.nlist(n), 2**cfg.pq_nbits)
+        if len(sample) < need:
             raise ValueError(
-                f"IVF-PQ needs at least nlist={cfg.nlist(n)} training vectors, the corpus has "
-                f"{n}: lower index.ivf_nlist or use index.type=flat"
+                f"IVF-PQ needs at least {need} training vectors (nlist={cfg.nlist(n)}, "
+                f"2^pq_nbits={2**cfg.pq_nbits}), the corpus has {n}: lower index.ivf_nlist or "
+                "index.pq_nbits, or use index.type=flat"
             )
         index.train(sample)
     for path in shard_paths:
