@@ -115,6 +115,20 @@ def test_step_many_one_retrieval_for_all_episodes(counted, world):
     assert all(s.inline and not s.done for s in steps)
 
 
+def test_observation_budget_in_policy_tokens(counted, world, tiny_tokenizer):
+    cfg, _ = counted
+    from dataclasses import replace
+
+    env = SearchEnv(_row(world[1][0]), replace(cfg, obs_tokenizer="tiny:qwen3", max_obs_tokens=12))
+    env.reset()
+    block = json.loads(
+        env.step("<search>a painter, a city</search>").inline[len(OPEN) : -len(CLOSE)]
+    )
+    for doc in block["documents"]:
+        assert len(tiny_tokenizer.encode(doc, add_special_tokens=False)) == 12
+        assert doc.startswith("Doc 1: ")
+
+
 def test_oracle_puts_the_gold_pages_first(hash_index, world):
     clear("rag_r1.search")
     q = world[1][0]

@@ -84,9 +84,12 @@ def _truncator(name: str | None) -> observations.Truncator:
         return observations.WordTruncator()
 
     def build() -> observations.Truncator:
-        from aworld_rl_core.models import load_tokenizer
+        from aworld_rl_core.backends.config import ModelConfig
 
-        return observations.TokenTruncator(load_tokenizer(name))
+        # where core loads tokenizers today (contract section 6 moves it to aworld_rl_core.models)
+        from aworld_rl_core.testing.tiny import load_tokenizer
+
+        return observations.TokenTruncator(load_tokenizer(ModelConfig(name_or_path=name)))
 
     return shared("rag_r1.tokenizer", name, build)
 

@@ -96,7 +96,8 @@ def generate(cfg: SyntheticConfig) -> tuple[list[dict[str, Any]], list[dict[str,
     for p in people:
         add(
             p["name"],
-            f"{p['name']} was a {p['job']} born in {p['year']} in {p['city']}. "
+            f"{p['name']} was {'an' if p['job'][0] in 'aeiou' else 'a'} {p['job']} born in "
+            f"{p['year']} in {p['city']}. "
             f"{p['name'].split()[0]} studied at the {p['uni']}.",
         )
     for company, founder, product in companies:
