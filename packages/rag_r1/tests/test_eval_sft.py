@@ -82,6 +82,7 @@ def test_eval_scores_a_scripted_agent(tmp_path, plan):
                 "data.limit=8",
                 "seeds=[0]",
                 "concurrency=4",
+                "plots=true",
             ],
         )
         bodies = server.chat_bodies
@@ -96,6 +97,7 @@ def test_eval_scores_a_scripted_agent(tmp_path, plan):
     text = rows[0]["completion"][0]["content"]
     assert text.count("<information>") == 1 and text.endswith("</answer>")
     assert "| synthetic | 8 | 1.000 | 1.000 | 1.00 | 2.00 |" in (run.dir / "report.md").read_text()
+    assert (run.dir / "em_f1.png").stat().st_size > 1000
 
 
 def test_sft_data_splits_correct_trajectories_and_pools_the_rest(tmp_path, plan):

@@ -175,8 +175,8 @@ def _plot(table: dict[str, dict[str, float]], path: Path) -> Path | None:
             label=metric.upper(),
         )
     ax.set_xticks(range(len(names)), names)
-    ax.set_ylim(0, 1)
-    ax.legend()
+    ax.set_ylim(0, 1.15)
+    ax.legend(loc="upper center", ncol=2, frameon=False)
     fig.tight_layout()
     fig.savefig(path)
     plt.close(fig)
