@@ -24,8 +24,7 @@ _SEARCH = {
     "mq": (
         "When you lack knowledge, call the search engine with <search> query_1,query_2 "
         "</search>; the top results for each query come back between <information> and "
-        "</information>. You may search as often as you need, with up to {max_queries} "
-        "queries each time."
+        "</information>. You may search as often as you need, with {limit} each time."
     ),
 }
 
@@ -50,7 +49,8 @@ def render(
     if mode not in _SEARCH:
         raise ValueError(f"unknown prompt mode {mode!r}: use mq or sq")
     text = template if template is not None else TEMPLATE
-    search = _SEARCH[mode].format(max_queries=max_queries if max_queries else "several")
+    limit = f"up to {max_queries} queries" if max_queries else "several queries"
+    search = _SEARCH[mode].format(limit=limit)
     try:
         return text.format(search=search, question=question_text(question))
     except (KeyError, IndexError) as exc:
