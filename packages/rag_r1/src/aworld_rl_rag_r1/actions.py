@@ -62,10 +62,12 @@ def split_commas(body: str, *, keep_quoted: bool = True) -> list[str]:
     Unbalanced quotes fall back to splitting on every comma (the paper's behaviour). A query
     that is one quoted span loses its quotes.
     """
+    parts: list[str] = []
     if not keep_quoted:
         parts = body.split(",")
     else:
-        parts, current, closing = [], [], None
+        current: list[str] = []
+        closing: str | None = None
         for ch in body:
             if closing is None and ch in _QUOTES:
                 closing = _QUOTES[ch]

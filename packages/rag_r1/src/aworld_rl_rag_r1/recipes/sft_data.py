@@ -12,6 +12,7 @@ import asyncio
 import json
 from collections import Counter
 from dataclasses import dataclass
+from typing import Any
 
 from aworld_rl_core.config import option
 from aworld_rl_core.llm import LLMConfig
@@ -54,7 +55,9 @@ def run(cfg: SftDataConfig, run: Run) -> RunResult:
     env = resolve_env(cfg.env, cfg.world)
     client = make_client(cfg.llm)
     template = load_template(env.prompt_file)
-    records, pool, kinds = [], {}, Counter()
+    records: list[dict[str, Any]] = []
+    pool: dict[str, Any] = {}
+    kinds: Counter[str] = Counter()
     episodes = 0
     with (run.dir / "trajectories.jsonl").open("w", encoding="utf-8") as log:
         for name, items in load_questions(cfg.data, cfg.world).items():
