@@ -47,7 +47,9 @@ def test_smart_resize_matches_qwen_rules():
 
 
 def test_point_boxes_widen_to_a_pixel():
-    assert to_resized_pixels((0.5, 0.5, 0.5, 0.5), (56, 28)) == pytest.approx((27.5, 13.5, 28.5, 14.5))
+    assert to_resized_pixels((0.5, 0.5, 0.5, 0.5), (56, 28)) == pytest.approx(
+        (27.5, 13.5, 28.5, 14.5)
+    )
     assert to_resized_pixels((1.0, 0.0, 1.0, 0.0), (56, 28)) == pytest.approx((55, 0, 56, 1))
 
 

@@ -49,7 +49,9 @@ def patch_labels(
     rows, cols = height // patch, width // patch
     if style == "center":
         out = torch.zeros(rows, cols, dtype=torch.float64)
-        out[min(int((y1 + y2) / 2 // patch), rows - 1), min(int((x1 + x2) / 2 // patch), cols - 1)] = 1
+        out[
+            min(int((y1 + y2) / 2 // patch), rows - 1), min(int((x1 + x2) / 2 // patch), cols - 1)
+        ] = 1
         return out.float()
     if style == "gauss" and not sigma_factor > 0:
         raise ValueError(f"sigma_factor must be positive, got {sigma_factor}")
