@@ -77,7 +77,8 @@ class V2PForConditionalGeneration(Qwen2_5_VLForConditionalGeneration):
         token = getattr(self.config, "pointer_pad_token_id", None)
         if token is None:
             raise ValueError(
-                "the model has no pointer tokens: build it with aworld_rl_v2p.modeling.add_pointer_tokens"
+                "the model has no pointer tokens: add them with "
+                "aworld_rl_v2p.modeling.add_pointer_tokens"
             )
         return int(token)
 

@@ -1,2 +1,1 @@
 """V2P's registrations (lazy targets; importing this module imports nothing heavy)."""
-
