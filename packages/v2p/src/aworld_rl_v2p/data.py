@@ -64,8 +64,9 @@ def read(
         return read_aguvis(path, images=images)
     if kind in ("screenspot", "screenspot_v2"):
         return read_screenspot(path, images=images, box_format=box_format)
-    if kind == "screenspot_pro":
-        return read_screenspot_pro(path, images=images, box_format=box_format)
+    if kind == "screenspot_pro":  # pixel xyxy by its dataset card
+        fmt = "xyxy" if box_format == "auto" else box_format
+        return read_screenspot_pro(path, images=images, box_format=fmt)
     raise ValueError(f"unknown dataset kind {kind!r}: use one of {', '.join(KINDS)}")
 
 
@@ -160,7 +161,8 @@ def read_screenspot_pro(
     files = sorted(folder.glob("*.json")) if folder.is_dir() else [folder]
     if not files:
         raise FileNotFoundError(f"no annotation JSON under '{folder}'")
-    root = Path(images) if images else _image_dir(path if path.is_dir() else path.parent)
+    base = path if path.is_dir() else path.parent.parent  # <root>/annotations/<app>.json
+    root = Path(images) if images else base / "images"
     out = []
     for file in files:
         rows = _load_rows(file)
