@@ -109,7 +109,7 @@ def compute_loss(model: Any, batch: Mapping[str, Any], **options: Any) -> tuple[
     ):
         if logits is None:
             continue
-        labels, regions = _targets(sample_boxes, grid, opts, n=logits.shape[0])
+        labels, regions = pointer_targets(sample_boxes, grid, opts, n=logits.shape[0])
         loss_i, parts = pointer_loss(logits, labels, regions, suppression=opts.suppression)
         losses.append(loss_i)
         kls.append(parts["kl"])
@@ -130,7 +130,7 @@ def compute_loss(model: Any, batch: Mapping[str, Any], **options: Any) -> tuple[
     return total, metrics
 
 
-def _targets(
+def pointer_targets(
     boxes: Any, grid: tuple[int, int], opts: PointerLossOptions, n: int
 ) -> tuple[torch.Tensor, torch.Tensor]:
     """(labels, in-box masks), both (n, patches), for a sample's boxes on its grid."""

@@ -52,18 +52,21 @@ def predict_points(
     peak = float(grid.max())
     if not total > 0:
         raise ValueError("the attention map has no positive mass: pass softmax probabilities")
-    regions, count = ndimage.label(grid > threshold * peak)  # default structure: 4-connected
-    index = np.arange(1, count + 1)
-    mass = np.asarray(ndimage.sum_labels(grid, regions, index), dtype=np.float64)
-    sizes = np.asarray(ndimage.sum_labels(np.ones_like(grid), regions, index), dtype=np.int64)
+    mask = grid > threshold * peak
+    regions, count = ndimage.label(mask)  # default structure: 4-connected
+    kept = np.flatnonzero(mask)  # raster order, so labels are numbered as regions are met
+    region = regions.ravel()[kept] - 1
+    weight = grid.ravel()[kept]
+    mass = np.bincount(region, weight, count)
+    sizes = np.bincount(region, minlength=count)
     if region_score == "max":
-        scores = np.asarray(ndimage.maximum(grid, regions, index), dtype=np.float64)
+        scores = np.zeros(count)
+        np.maximum.at(scores, region, weight)
     else:
         scores = mass / sizes
     rows, cols = grid.shape
-    cy, cx = np.indices(grid.shape, dtype=np.float64)
-    xs = np.asarray(ndimage.sum_labels(grid * (cx + 0.5), regions, index)) / mass / cols
-    ys = np.asarray(ndimage.sum_labels(grid * (cy + 0.5), regions, index)) / mass / rows
+    xs = np.bincount(region, weight * (kept % cols + 0.5), count) / mass / cols
+    ys = np.bincount(region, weight * (kept // cols + 0.5), count) / mass / rows
     order = np.argsort(-scores, kind="stable")[:topk]  # ties: the region met first in raster order
     return [
         Point(
