@@ -28,6 +28,13 @@ def register_recipes(register):
         presets="aworld_rl_v2p:configs/click",
         help="Ground an instruction on the screen and click it with pyautogui (or --dry-run).",
     )
+    register(
+        "v2p.train",
+        config=f"{_R}.train:TrainConfig",
+        run=f"{_R}.train:run",
+        presets="aworld_rl_v2p:configs/train",
+        help="V2P's warm-up / main stage through hf-sft; launch.dry_run prints launch + memory.",
+    )
 
 
 @hookimpl
