@@ -14,7 +14,7 @@ from __future__ import annotations
 import hashlib
 import json
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any, Literal
 
@@ -123,30 +123,13 @@ def read_screenspot(
         raise FileNotFoundError(f"no screenspot_*.json under '{path}'")
     out = []
     for file in files:
+        domain = next((d for d in ("mobile", "desktop", "web") if d in file.stem), "all")
         root = Path(images) if images else _image_dir(file.parent)
-        rows = _load_rows(file)
-        domain = next((d for d in ("mobile", "desktop", "web") if d in file.stem), None)
-        sizes = [
-            tuple(r["img_size"]) if r.get("img_size") else _image_size(root / r["img_filename"])
-            for r in rows
-        ]
-        fmt = (
-            box_format if box_format != "auto" else detect_format([r["bbox"] for r in rows], sizes)
-        )
-        for n, (row, size) in enumerate(zip(rows, sizes, strict=True)):
+        for row, sample in _annotated(file, root, box_format):
             source = str(row.get("data_source", row.get("platform", "")))
-            out.append(
-                GroundingSample(
-                    id=str(row.get("id", f"{file.stem}-{n}")),
-                    image=root / row["img_filename"],
-                    instruction=str(row["instruction"]),
-                    box=_box(row["bbox"], fmt, size, file, n),
-                    image_size=(int(size[0]), int(size[1])),
-                    group=str(row.get("group") or DOMAINS.get(source, domain or "all")),
-                    ui_type=str(row.get("data_type", row.get("ui_type", "text"))),
-                    source=source,
-                )
-            )
+            group = row.get("group") or DOMAINS.get(source, domain)
+            ui_type = row.get("data_type", row.get("ui_type", "text"))
+            out.append(replace(sample, group=str(group), ui_type=str(ui_type), source=source))
     return out
 
 
@@ -165,25 +148,35 @@ def read_screenspot_pro(
     root = Path(images) if images else base / "images"
     out = []
     for file in files:
-        rows = _load_rows(file)
-        sizes = [tuple(r["img_size"]) for r in rows]
-        fmt = (
-            box_format if box_format != "auto" else detect_format([r["bbox"] for r in rows], sizes)
-        )
-        for n, (row, size) in enumerate(zip(rows, sizes, strict=True)):
-            out.append(
-                GroundingSample(
-                    id=str(row.get("id", f"{file.stem}-{n}")),
-                    image=root / row["img_filename"],
-                    instruction=str(row["instruction"]),
-                    box=_box(row["bbox"], fmt, size, file, n),
-                    image_size=(int(size[0]), int(size[1])),
-                    group=str(row.get("group", "all")),
-                    ui_type=str(row.get("ui_type", "text")),
-                    source=str(row.get("application", row.get("platform", ""))),
-                )
-            )
+        for row, sample in _annotated(file, root, box_format):
+            source = str(row.get("application", row.get("platform", "")))
+            group, ui_type = str(row.get("group", "all")), str(row.get("ui_type", "text"))
+            out.append(replace(sample, group=group, ui_type=ui_type, source=source))
     return out
+
+
+def _annotated(file: Path, root: Path, box_format: Any) -> list[tuple[dict, GroundingSample]]:
+    """The rows of a ScreenSpot-style file (``img_filename``, ``bbox``, ``instruction``) and
+    their samples, with the box format detected over the whole file when ``auto``."""
+    rows = _load_rows(file)
+    sizes = [
+        tuple(r["img_size"]) if r.get("img_size") else _image_size(root / r["img_filename"])
+        for r in rows
+    ]
+    fmt = box_format if box_format != "auto" else detect_format([r["bbox"] for r in rows], sizes)
+    return [
+        (
+            row,
+            GroundingSample(
+                id=str(row.get("id", f"{file.stem}-{n}")),
+                image=root / row["img_filename"],
+                instruction=str(row["instruction"]),
+                box=_box(row["bbox"], fmt, size, file, n),
+                image_size=(int(size[0]), int(size[1])),
+            ),
+        )
+        for n, (row, size) in enumerate(zip(rows, sizes, strict=True))
+    ]
 
 
 def file_hashes(path: str | Path) -> dict[str, str]:
