@@ -1,3 +1,4 @@
+import re
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -5,8 +6,8 @@ import pytest
 import yaml
 from demo_plugin import CountConfig, Optim
 
-from aworld_rl_core.backends.config import TrainerConfig
-from aworld_rl_core.config import describe, from_dict, load_config, to_dict, to_yaml
+from aworld_rl_core.backends.config import RLConfig, TrainerConfig
+from aworld_rl_core.config import describe, from_dict, load_config, option, to_dict, to_yaml
 from aworld_rl_core.errors import ConfigError
 
 PRESETS = str(Path(__file__).parent / "support" / "demo_presets")
@@ -98,3 +99,72 @@ def test_describe_shows_the_parents_nested_defaults():
 
 def test_trainer_config_fields_all_documented():
     assert all(doc.help for doc in describe(TrainerConfig))
+
+
+@dataclass(frozen=True, kw_only=True)
+class PaperJob:
+    trainer: TrainerConfig = field(
+        default_factory=lambda: TrainerConfig(batch_size=32, rl=RLConfig(group_size=16)),
+        metadata={"help": "the paper's trainer"},
+    )
+
+
+def test_override_keeps_the_parents_nested_values():
+    cfg = load_config(PaperJob, overrides=["trainer.seed=1"])
+    assert (cfg.trainer.seed, cfg.trainer.batch_size, cfg.trainer.rl.group_size) == (1, 32, 16)
+    cfg = load_config(PaperJob, overrides=["trainer.rl.kl_coef=0.5"])
+    assert (cfg.trainer.rl.kl_coef, cfg.trainer.rl.group_size) == (0.5, 16)
+
+
+def test_preset_values_survive_an_override_of_a_sibling(tmp_path):
+    preset = tmp_path / "p.yaml"
+    preset.write_text("trainer:\n  rl:\n    max_turns: 3\n")
+    cfg = load_config(PaperJob, preset=str(preset), overrides=["trainer.rl.top_p=0.5"])
+    assert (cfg.trainer.rl.max_turns, cfg.trainer.rl.group_size, cfg.trainer.batch_size) == (
+        3,
+        16,
+        32,
+    )
+
+
+@pytest.mark.parametrize("value", ["nan", ".nan", "inf", "-.inf", "1e999", "-1e999"])
+def test_floats_must_be_finite(value):
+    with pytest.raises(ConfigError, match=r"optim\.lr: expected a finite float"):
+        load_config(CountConfig, overrides=[f"optim.lr={value}"])
+
+
+def test_bounds_refuse_negative_counts_and_name_the_key():
+    with pytest.raises(ConfigError, match=r"trainer\.batch_size: must be >= 1, got 0"):
+        load_config(Job, overrides=["trainer.batch_size=0"])
+    with pytest.raises(ConfigError, match=r"trainer\.rl\.max_turns: must be >= 1, got -3"):
+        load_config(Job, overrides=["trainer.rl.max_turns=-3"])
+    with pytest.raises(ConfigError, match=r"trainer\.rl\.top_p: must be > 0, <= 1, got 1\.5"):
+        load_config(Job, overrides=["trainer.rl.top_p=1.5"])
+    assert load_config(Job, overrides=["trainer.max_steps=-1"]).trainer.max_steps == -1
+
+
+def test_bounds_apply_to_each_item_of_a_list():
+    @dataclass(frozen=True, kw_only=True)
+    class Weights:
+        weights: tuple[float, ...] = option((), help="w", ge=0)
+
+    assert from_dict(Weights, {"weights": [0, 2]}).weights == (0.0, 2.0)
+    with pytest.raises(ConfigError, match=r"weights: must be >= 0, got -1"):
+        from_dict(Weights, {"weights": [1, -1]})
+
+
+def test_bad_files_and_values_are_one_line_config_errors(tmp_path):
+    latin = tmp_path / "latin1.yaml"
+    latin.write_bytes("name: caf\xe9\n".encode("latin-1"))
+    with pytest.raises(ConfigError, match="is not UTF-8 text"):
+        load_config(CountConfig, config_file=latin)
+    with pytest.raises(ConfigError, match="is a directory"):
+        load_config(CountConfig, config_file=tmp_path)
+    twice = tmp_path / "twice.yaml"
+    twice.write_text("steps: 1\noptim:\n  lr: 0.1\n  lr: 0.2\n")
+    with pytest.raises(ConfigError, match="duplicate key 'lr'"):
+        load_config(CountConfig, config_file=twice)
+    for bad in ("steps=[1,", "name={a: ", "tags=[a, b"):
+        with pytest.raises(ConfigError, match=rf"override '{re.escape(bad)}'.*not valid YAML") as e:
+            load_config(CountConfig, overrides=[bad])
+        assert "\n" not in str(e.value)

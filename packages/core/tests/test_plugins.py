@@ -1,4 +1,7 @@
 import importlib.metadata as md
+import os
+import subprocess
+import sys
 
 import pytest
 from demo_plugin import DemoPlugin
@@ -16,16 +19,83 @@ def test_core_registers_backends_and_recipes():
     assert core.dist == "aworld-rl-core" and core.error is None
 
 
-def test_duplicate_name_names_both_plugins():
+def test_duplicate_name_blocks_only_that_name():
     class Twin:
         @hookimpl
         def register_recipes(self, register):
             register("demo.count", config=object, run=print, presets="x:y")
+            register("twin.other", config=object, run=print, presets="x:y")
 
-    with pytest.raises(
-        PluginError, match="'demo.count' is registered by both plugin '(demo|twin)'"
-    ):
-        registry.build_registry(extra=[("demo", DemoPlugin()), ("twin", Twin())])
+    reg = registry.build_registry(extra=[("demo", DemoPlugin()), ("twin", Twin())])
+    assert reg.conflicts == {("recipes", "demo.count"): ["demo", "twin"]}
+    assert not reg.failures
+    with registry.use_registry(reg):
+        with pytest.raises(
+            PluginError,
+            match="recipe 'demo.count' is registered by plugin 'demo' and plugin 'twin', so it "
+            "is blocked; uninstall one, or block one with AWORLD_RL_DISABLE_PLUGINS=twin",
+        ):
+            registry.get_recipe("demo.count")
+        assert registry.get_recipe("twin.other").plugin == "twin"
+        assert "demo.length" in registry.names("rewards")  # demo's other names still work
+        assert "core.grpo" in registry.names("recipes")
+
+
+class Raises:
+    @hookimpl
+    def register_rewards(self, register):
+        register("raises.fine", len)
+
+    @hookimpl
+    def register_recipes(self, register):
+        raise RuntimeError("boom")
+
+
+class Misspelt:
+    @hookimpl
+    def register_reward(self, register):  # no such hook: register_rewards
+        register("misspelt.r", len)
+
+
+class BadTarget:
+    @hookimpl
+    def register_rewards(self, register):
+        register("bad.r", 42)
+
+
+class SpecName:
+    @hookimpl(specname="register_rewards")
+    def rewards(self, register):
+        register("spec.r", len, help="through pluggy's specname")
+
+
+@pytest.mark.parametrize(
+    ("plugin", "error"),
+    [
+        (Raises(), "register_recipes raised RuntimeError: boom"),
+        (Misspelt(), "unknown hook 'register_reward'"),
+        (BadTarget(), "registered reward 'bad.r' with a int target: give a callable"),
+    ],
+)
+def test_a_failing_plugin_fails_alone(plugin, error):
+    reg = registry.build_registry(extra=[("demo", DemoPlugin()), ("bad", plugin)])
+    bad = next(p for p in reg.plugins if p.name == "bad")
+    assert error in bad.error
+    assert reg.failures == [bad]
+    mine = [e for kind in reg.entries.values() for e in kind.values() if e.plugin == "bad"]
+    assert mine == []  # a failed plugin registers nothing, not half of its names
+    assert {"demo.count", "core.grpo"} <= set(reg.entries["recipes"])
+
+
+def test_hooks_go_through_pluggy():
+    reg = registry.build_registry(extra=[("spec", SpecName())], entry_points=False)
+    assert reg.entries["rewards"]["spec.r"].help == "through pluggy's specname"
+
+
+def test_unknown_name_mentions_plugins_that_failed():
+    reg = registry.build_registry(extra=[("bad", Raises())])
+    with registry.use_registry(reg), pytest.raises(PluginError, match="failed to load: bad"):
+        registry.get_recipe("bad.recipe")
 
 
 def test_disable_plugins_env(monkeypatch):
@@ -76,3 +146,53 @@ def test_broken_entry_point_is_reported_not_hidden(monkeypatch):
 def test_resolve_plain_objects_and_dotted_attrs():
     assert registry.resolve(len) is len
     assert registry.resolve("os.path:join.__name__") == "join"
+
+
+def _fake_dist(site, dist, version, entry_points, module, code):
+    info = site / f"{dist.replace('-', '_')}-{version}.dist-info"
+    info.mkdir(parents=True)
+    (info / "METADATA").write_text(f"Metadata-Version: 2.1\nName: {dist}\nVersion: {version}\n")
+    (info / "entry_points.txt").write_text("[aworld_rl]\n" + entry_points + "\n")
+    (site / f"{module}.py").write_text(code)
+
+
+HOOK = "from aworld_rl_core import hookimpl\n\n@hookimpl\ndef register_recipes(register):\n"
+
+
+def test_installed_plugins_that_collide_or_raise_fail_alone(tmp_path):
+    site = tmp_path / "site"
+    _fake_dist(
+        site, "evil-core", "9.0", "core = evil_core", "evil_core", HOOK + "    raise SystemExit\n"
+    )
+    _fake_dist(
+        site,
+        "raising-plugin",
+        "1.0",
+        "raising = raising_plugin",
+        "raising_plugin",
+        HOOK + "    raise ValueError('cannot register')\n",
+    )
+    env = {**os.environ, "PYTHONPATH": str(site)}
+
+    def aworld_run(*args):
+        return subprocess.run(
+            [sys.executable, "-m", "aworld_rl_core.cli", *args],
+            capture_output=True,
+            text=True,
+            env={**env, "COLUMNS": "250"},
+            timeout=120,
+        )
+
+    listed = aworld_run("plugins")
+    assert listed.returncode == 1, listed.stderr
+    lines = listed.stdout.splitlines()
+    evil = next(line for line in lines if "evil-core" in line)
+    assert "9.0" in evil and "entry-point name 'core' is already taken by aworld-rl-core" in evil
+    raising = next(line for line in lines if "raising-plugin" in line)
+    assert "register_recipes raised ValueError: cannot register" in raising
+    core = next(line for line in lines if "aworld-rl-core" in line)
+    assert "failed" not in core and "core.bfcl-check" in listed.stdout
+    helped = aworld_run("core.grpo", "--help")
+    assert helped.returncode == 0 and "trainer.rl.group_size" in helped.stdout
+    shown = aworld_run("show-config", "core.bfcl-check")
+    assert shown.returncode == 0, shown.stderr

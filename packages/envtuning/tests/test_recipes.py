@@ -7,9 +7,9 @@ import yaml
 
 from aworld_rl_core import registry
 from aworld_rl_core.config import load_config
+from aworld_rl_core.llm.scripted_server import ScriptedLLMServer
 from aworld_rl_core.runs import execute
 from aworld_rl_core.testing.contracts import PluginContract, RecipeContract
-from aworld_rl_core.testing.llm_server import ScriptedLLMServer
 from aworld_rl_envtuning.curriculum import paper_stages
 
 
@@ -37,6 +37,7 @@ class TestStageRecipe(RecipeContract):
     """The fast end-to-end check: one GRPO step of stage 2 with the tiny model."""
 
     recipe = "envtuning.stage"
+    override_values = {"stage.reward": "binary"}  # checked against the reward names
 
     def check_result(self, result, run_dir):
         state = json.loads((run_dir / "curriculum_state.json").read_text())

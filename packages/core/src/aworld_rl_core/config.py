@@ -6,9 +6,11 @@ Unknown keys and wrong types are errors that name the key, the expected type and
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import difflib
 import enum
+import math
 import types
 import typing
 from collections.abc import Iterator, Mapping, Sequence
@@ -23,11 +25,52 @@ from aworld_rl_core.errors import ConfigError
 T = TypeVar("T")
 
 
-def option(default: Any = dataclasses.MISSING, *, help: str, factory: Any = None) -> Any:
-    """A documented config field: ``lr: float = option(1e-6, help="learning rate")``."""
+def option(
+    default: Any = dataclasses.MISSING,
+    *,
+    help: str,
+    factory: Any = None,
+    ge: float | None = None,
+    gt: float | None = None,
+    le: float | None = None,
+) -> Any:
+    """A documented config field: ``lr: float = option(1e-6, help="learning rate", gt=0)``.
+
+    ``ge`` / ``gt`` / ``le`` bound a number (every element of a list of numbers): a value that
+    breaks a bound is a :class:`ConfigError` naming the key. Floats are always finite (NaN and
+    infinities are refused).
+    """
+    bounds = {k: v for k, v in (("ge", ge), ("gt", gt), ("le", le)) if v is not None}
+    metadata = {"help": help, **({"bounds": bounds} if bounds else {})}
     if factory is not None:
-        return dataclasses.field(default_factory=factory, metadata={"help": help})
-    return dataclasses.field(default=default, metadata={"help": help})
+        return dataclasses.field(default_factory=factory, metadata=metadata)
+    return dataclasses.field(default=default, metadata=metadata)
+
+
+_BOUND_TEXT = {"ge": ">=", "gt": ">", "le": "<="}
+_BOUND_OK = {
+    "ge": lambda v, b: v >= b,
+    "gt": lambda v, b: v > b,
+    "le": lambda v, b: v <= b,
+}
+
+
+def bounds_text(f: dataclasses.Field) -> str:
+    """A field's bounds as ``>= 1, <= 10`` ("" when it has none)."""
+    bounds = f.metadata.get("bounds", {})
+    return ", ".join(f"{_BOUND_TEXT[k]} {b:g}" for k, b in bounds.items())
+
+
+def _check_bounds(f: dataclasses.Field, value: Any, key: str) -> None:
+    bounds = f.metadata.get("bounds")
+    if not bounds or value is None:
+        return
+    values = value if isinstance(value, (list, tuple)) else [value]
+    for v in values:
+        if isinstance(v, (int, float)) and not isinstance(v, bool):
+            for kind, bound in bounds.items():
+                if not _BOUND_OK[kind](v, bound):
+                    raise ConfigError(f"{key}: must be {bounds_text(f)}, got {v!r}")
 
 
 def load_config(
@@ -50,7 +93,8 @@ def load_config(
             raise ConfigError(
                 f"override '{item}' is not key=value (e.g. trainer.learning_rate=1e-6)"
             )
-        data = merge(data, _nest(key.strip().split("."), yaml.safe_load(value) if value else ""))
+        parsed = parse_yaml(value, f"override '{item}': the value") if value else ""
+        data = merge(data, _nest(key.strip().split("."), parsed))
     return from_dict(cls, data)
 
 
@@ -89,13 +133,46 @@ def list_presets(presets: str | None) -> dict[str, Path]:
     return dict(sorted(found.items()))
 
 
-def read_yaml(path: Path) -> dict[str, Any]:
+class _UniqueKeyLoader(yaml.SafeLoader):
+    """PyYAML's safe loader, refusing a key repeated in one mapping (YAML 1.2 forbids it)."""
+
+    def construct_mapping(self, node: yaml.MappingNode, deep: bool = False) -> dict[Any, Any]:
+        seen: set[Any] = set()
+        for key_node, _ in node.value:
+            key = self.construct_object(key_node, deep=deep)  # type: ignore[no-untyped-call]
+            if key in seen:
+                raise yaml.constructor.ConstructorError(
+                    None, None, f"duplicate key {key!r}", key_node.start_mark
+                )
+            seen.add(key)
+        return super().construct_mapping(node, deep=deep)
+
+
+def parse_yaml(text: str, what: str) -> Any:
+    """YAML text to data; syntax errors and duplicate keys are one-line ConfigErrors."""
     try:
-        data = yaml.safe_load(Path(path).read_text(encoding="utf-8"))
+        return yaml.load(text, Loader=_UniqueKeyLoader)  # a SafeLoader subclass
+    except yaml.YAMLError as exc:
+        detail = " ".join(str(exc).split())
+        raise ConfigError(f"{what} is not valid YAML: {detail}") from None
+
+
+def read_yaml(path: Path) -> dict[str, Any]:
+    """A YAML file holding a mapping, or a ConfigError saying what is wrong with it."""
+    path = Path(path)
+    try:
+        text = path.read_bytes().decode("utf-8")
     except FileNotFoundError:
         raise ConfigError(f"config file '{path}' does not exist") from None
-    except yaml.YAMLError as exc:
-        raise ConfigError(f"config file '{path}' is not valid YAML: {exc}") from None
+    except IsADirectoryError:
+        raise ConfigError(f"config file '{path}' is a directory; give a YAML file") from None
+    except UnicodeDecodeError as exc:
+        raise ConfigError(
+            f"config file '{path}' is not UTF-8 text (byte {exc.start}); save it as UTF-8"
+        ) from None
+    except OSError as exc:
+        raise ConfigError(f"cannot read config file '{path}': {exc.strerror}") from None
+    data = parse_yaml(text, f"config file '{path}'")
     if data is None:
         return {}
     if not isinstance(data, dict):
@@ -118,8 +195,13 @@ def _nest(keys: list[str], value: Any) -> dict[str, Any]:
     return {keys[0]: _nest(keys[1:], value) if len(keys) > 1 else value}
 
 
-def from_dict(cls: type[T], data: Mapping[str, Any], prefix: str = "") -> T:
-    """Build a (nested) config dataclass, checking keys and types."""
+def from_dict(cls: type[T], data: Mapping[str, Any], prefix: str = "", base: Any = None) -> T:
+    """Build a (nested) config dataclass, checking keys, types and bounds.
+
+    Keys absent from ``data`` keep their value in ``base`` (default: ``cls()``, the recipe's own
+    defaults, which for a nested section are the values its parent sets), so an override
+    changes exactly the keys it names.
+    """
     if not isinstance(data, Mapping):
         raise ConfigError(f"{prefix.rstrip('.') or 'config'}: expected a mapping, got {data!r}")
     hints = typing.get_type_hints(cls)
@@ -130,16 +212,32 @@ def from_dict(cls: type[T], data: Mapping[str, Any], prefix: str = "") -> T:
             close = difflib.get_close_matches(prefix + str(key), valid, n=1, cutoff=0.5)
             hint = f"; did you mean '{close[0]}'?" if close else f" (valid: {', '.join(valid)})"
             raise ConfigError(f"unknown config key '{prefix}{key}'{hint}")
-    kwargs = {
-        name: _convert(hints[name], data[name], prefix + name) for name in fields if name in data
-    }
+    if base is None:
+        base = _defaults(cls)
+    kwargs = {}
+    for name in fields:
+        if name in data:
+            inner = getattr(base, name, None) if base is not None else None
+            value = _convert(hints[name], data[name], prefix + name, inner)
+            _check_bounds(fields[name], value, prefix + name)
+            kwargs[name] = value
     try:
-        return cls(**kwargs)
+        return dataclasses.replace(base, **kwargs) if base is not None else cls(**kwargs)
     except TypeError as exc:  # a required field without a value
+        raise ConfigError(f"{prefix.rstrip('.') or cls.__name__}: {exc}") from None
+    except ValueError as exc:  # a __post_init__ check
         raise ConfigError(f"{prefix.rstrip('.') or cls.__name__}: {exc}") from None
 
 
-def _convert(tp: Any, value: Any, key: str) -> Any:
+def _defaults(cls: type) -> Any:
+    """``cls()`` with every default, or None when a field is required."""
+    try:
+        return cls()
+    except TypeError:
+        return None
+
+
+def _convert(tp: Any, value: Any, key: str, base: Any = None) -> Any:
     origin = typing.get_origin(tp)
     args = typing.get_args(tp)
     if tp is Any:
@@ -147,19 +245,19 @@ def _convert(tp: Any, value: Any, key: str) -> Any:
     if origin in (Union, types.UnionType):
         if value is None and type(None) in args:
             return None
-        errors = []
         for arg in (a for a in args if a is not type(None)):
             try:
-                return _convert(arg, value, key)
-            except ConfigError as exc:
-                errors.append(exc)
+                return _convert(arg, value, key, base)
+            except ConfigError:
+                continue
         raise _type_error(key, tp, value)
     if origin is Literal:
         if value in args:
             return value
         raise ConfigError(f"{key}: expected one of {', '.join(map(repr, args))}, got {value!r}")
     if dataclasses.is_dataclass(tp):
-        return from_dict(tp, value if value is not None else {}, key + ".")
+        inner = base if isinstance(base, tp) else None
+        return from_dict(tp, value if value is not None else {}, key + ".", inner)
     if origin in (list, tuple, Sequence) or tp in (list, tuple):
         if isinstance(value, str) or not isinstance(value, (list, tuple)):
             raise _type_error(key, tp, value)
@@ -194,13 +292,14 @@ def _scalar(tp: Any, value: Any, key: str) -> Any:
             except ValueError:
                 pass
     elif tp is float:
-        if isinstance(value, (int, float)) and not isinstance(value, bool):
-            return float(value)
-        if isinstance(value, str):
-            try:
-                return float(value)
-            except ValueError:
-                pass
+        number: float | None = None
+        if isinstance(value, (int, float, str)) and not isinstance(value, bool):
+            with contextlib.suppress(ValueError, OverflowError):
+                number = float(value)
+        if number is not None:
+            if not math.isfinite(number):
+                raise ConfigError(f"{key}: expected a finite float, got {value!r}")
+            return number
     elif tp is str:
         if isinstance(value, str):
             return value
@@ -263,6 +362,7 @@ class FieldDoc:
     type: str
     default: Any
     help: str
+    bounds: str = ""
 
 
 def describe(cls: type, prefix: str = "", defaults: Any = None) -> Iterator[FieldDoc]:
@@ -291,4 +391,10 @@ def describe(cls: type, prefix: str = "", defaults: Any = None) -> Iterator[Fiel
             nested = default if dataclasses.is_dataclass(default) else None
             yield from describe(tp, f"{prefix}{f.name}.", nested)
             continue
-        yield FieldDoc(prefix + f.name, type_name(tp), to_dict(default), f.metadata.get("help", ""))
+        yield FieldDoc(
+            prefix + f.name,
+            type_name(tp),
+            to_dict(default),
+            f.metadata.get("help", ""),
+            bounds_text(f),
+        )

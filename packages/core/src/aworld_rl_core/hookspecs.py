@@ -1,12 +1,13 @@
-"""The hooks a paper package implements. Each receives a ``register`` callback.
+"""The hooks a paper package implements. Each receives a typed ``register`` callback.
 
 Targets may be objects or lazy ``"module:attr"`` strings, so that a ``plugin.py`` imports
-nothing heavy. Names are namespaced ``<package>.<name>``; a duplicate name is an error.
+nothing heavy. Names are namespaced ``<package>.<name>``; a name registered twice is blocked
+(an error naming both plugins when it is used), every other name keeps working.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from typing import Any, Protocol
 
 import pluggy
 
@@ -14,7 +15,23 @@ PROJECT = "aworld_rl"
 hookspec = pluggy.HookspecMarker(PROJECT)
 hookimpl = pluggy.HookimplMarker(PROJECT)
 
-Register = Callable[..., None]
+
+class Register(Protocol):
+    """``register(name, target, help=...)``: a builder, factory, reward, backend or loss.
+
+    ``target`` is the object or a lazy ``"module:attr"`` string; extra keywords are kept as the
+    entry's metadata.
+    """
+
+    def __call__(self, name: str, target: Any, *, help: str = "", **meta: Any) -> None: ...
+
+
+class RegisterRecipe(Protocol):
+    """``register(name, config=..., run=..., presets=..., help=...)``: a runnable recipe."""
+
+    def __call__(
+        self, name: str, *, config: Any, run: Any, presets: str, help: str = "", **meta: Any
+    ) -> None: ...
 
 
 @hookspec
@@ -54,7 +71,7 @@ def register_trainers(register: Register) -> None:
 
 
 @hookspec
-def register_recipes(register: Register) -> None:
+def register_recipes(register: RegisterRecipe) -> None:
     """Register runnable jobs for ``aworld-run``.
 
     ``register(name, config="mod:Cls", run="mod:fn", presets="pkg:configs/dir", help=...)``:

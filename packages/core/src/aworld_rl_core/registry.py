@@ -7,9 +7,9 @@ import importlib
 import importlib.metadata as md
 import os
 import re
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 import pluggy
@@ -43,13 +43,14 @@ class Entry:
     plugin: str
     help: str = ""
     meta: dict[str, Any] = field(default_factory=dict)
+    dist: str | None = None
 
     def load(self, target: Any = None) -> Any:
         """Resolve the target (or a meta target), turning a missing module into an install hint."""
         try:
             return resolve(self.target if target is None else target)
         except ModuleNotFoundError as exc:
-            hint = install_hint(self.plugin, exc.name or "")
+            hint = install_hint(self.dist, exc.name or "")
             raise PluginError(
                 f"{self.kind[:-1]} '{self.name}' needs the missing module '{exc.name}'. {hint}"
             ) from exc
@@ -72,6 +73,8 @@ class RecipeEntry(Entry):
 
 @dataclass(frozen=True)
 class PluginInfo:
+    """An installed plugin: entry-point name, distribution, and why it failed (None: loaded)."""
+
     name: str
     dist: str | None
     version: str | None
@@ -79,115 +82,224 @@ class PluginInfo:
 
 
 class Registry:
-    """Everything the installed plugins registered, by kind and name."""
+    """Everything the installed plugins registered, by kind and name.
+
+    A name registered by two plugins is blocked: asking for it is an error naming both, and
+    every other name keeps working.
+    """
 
     def __init__(self) -> None:
         self.entries: dict[str, dict[str, Entry]] = {kind: {} for kind in KINDS}
         self.plugins: list[PluginInfo] = []
+        self.conflicts: dict[tuple[str, str], list[str]] = {}
 
     @property
     def failures(self) -> list[PluginInfo]:
         return [p for p in self.plugins if p.error]
 
     def add(self, entry: Entry) -> None:
+        key = (entry.kind, entry.name)
         table = self.entries[entry.kind]
-        if entry.name in table:
-            other = table[entry.name].plugin
-            raise PluginError(
-                f"{entry.kind[:-1]} '{entry.name}' is registered by both plugin '{other}' and "
-                f"plugin '{entry.plugin}'; uninstall one, or block one with "
-                f"{DISABLE_ENV}={entry.plugin}"
-            )
-        table[entry.name] = entry
+        if key in self.conflicts:
+            self.conflicts[key].append(entry.plugin)
+        elif entry.name in table:
+            self.conflicts[key] = [table.pop(entry.name).plugin, entry.plugin]
+        else:
+            table[entry.name] = entry
+
+    def conflict_message(self, kind: str, name: str) -> str:
+        owners = self.conflicts[(kind, name)]
+        return (
+            f"{kind[:-1]} '{name}' is registered by {' and '.join(f'plugin {o!r}' for o in owners)}"
+            f", so it is blocked; uninstall one, or block one with {DISABLE_ENV}={owners[-1]}"
+        )
 
     def get(self, kind: str, name: str) -> Entry:
         table = self.entries[kind]
         if name in table:
             return table[name]
+        if (kind, name) in self.conflicts:
+            raise PluginError(self.conflict_message(kind, name))
         close = difflib.get_close_matches(name, list(table), n=1)
         hint = f"; did you mean '{close[0]}'?" if close else ""
         known = ", ".join(sorted(table)) or "none"
-        raise PluginError(f"unknown {kind[:-1]} '{name}'{hint} (known: {known})")
+        failed = ""
+        if self.failures:
+            names = ", ".join(p.name for p in self.failures)
+            failed = f"; plugins that failed to load: {names} (see `aworld-run plugins`)"
+        raise PluginError(f"unknown {kind[:-1]} '{name}'{hint} (known: {known}){failed}")
 
 
-def _register_callback(registry: Registry, kind: str, plugin: str):
-    def register(name: str, target: Any = None, *, help: str = "", **meta: Any) -> None:
-        if kind == "recipes":
-            missing = {"config", "presets"} - meta.keys()
+_TARGET = re.compile(r"[A-Za-z_][\w.]*(:[A-Za-z_][\w.]*)?")
+
+
+class _Registrar:
+    """The typed ``register`` callback one plugin gets for one hook; it collects entries."""
+
+    def __init__(self, kind: str, plugin: str, dist: str | None) -> None:
+        self.kind, self.plugin, self.dist = kind, plugin, dist
+        self.entries: list[Entry] = []
+
+    def __call__(self, name: str, target: Any = None, *, help: str = "", **meta: Any) -> None:
+        what = f"plugin '{self.plugin}' registered {self.kind[:-1]}"
+        if not isinstance(name, str) or not name.strip():
+            raise PluginError(f"{what} {name!r}: a name is a non-empty string")
+        if not isinstance(help, str):
+            raise PluginError(f"{what} '{name}' with help={help!r}: help is a string")
+        if self.kind == "recipes":
             run = meta.pop("run", target)
-            if missing or run is None:
-                raise PluginError(
-                    f"plugin '{plugin}' registered recipe '{name}' without "
-                    f"{', '.join(sorted(missing | ({'run'} if run is None else set())))}"
-                )
-            registry.add(RecipeEntry(kind, name, run, plugin, help, meta))
+            missing = sorted(
+                {"config", "presets"} - meta.keys() | ({"run"} if run is None else set())
+            )
+            if missing:
+                raise PluginError(f"{what} '{name}' without {', '.join(missing)}")
+            self._check_target(name, run)
+            self._check_target(name, meta["config"])
+            entry: Entry = RecipeEntry(
+                self.kind, name, run, self.plugin, help, meta, dist=self.dist
+            )
         else:
             if target is None:
-                raise PluginError(
-                    f"plugin '{plugin}' registered {kind[:-1]} '{name}' without target"
-                )
-            registry.add(Entry(kind, name, target, plugin, help, meta))
+                raise PluginError(f"{what} '{name}' without target")
+            self._check_target(name, target)
+            entry = Entry(self.kind, name, target, self.plugin, help, meta, dist=self.dist)
+        self.entries.append(entry)
 
-    return register
+    def _check_target(self, name: str, target: Any) -> None:
+        if isinstance(target, str) and not _TARGET.fullmatch(target):
+            raise PluginError(
+                f"plugin '{self.plugin}' registered {self.kind[:-1]} '{name}' with target "
+                f"{target!r}: a lazy target is 'package.module:attr'"
+            )
+        if not isinstance(target, str) and not callable(target):
+            raise PluginError(
+                f"plugin '{self.plugin}' registered {self.kind[:-1]} '{name}' with a "
+                f"{type(target).__name__} target: give a callable or 'package.module:attr'"
+            )
 
 
 def _disabled() -> set[str]:
     return {p.strip() for p in os.environ.get(DISABLE_ENV, "").split(",") if p.strip()}
 
 
+def _error(exc: BaseException) -> str:
+    error = f"{type(exc).__name__}: {exc}"
+    return " ".join(error.split())
+
+
+@dataclass
+class _Candidate:
+    info: PluginInfo
+    load: Callable[[], object]
+
+
+def _entry_point_candidates(registry: Registry) -> list[_Candidate]:
+    """One loader per entry-point name; a name two distributions claim goes to the one named
+    ``aworld-rl-<name>`` (else the first by distribution name), the others are reported."""
+    by_name: dict[str, list[md.EntryPoint]] = {}
+    for ep in md.entry_points(group=hookspecs.PROJECT):
+        found = by_name.setdefault(ep.name, [])
+        if not any(_dist_name(e) == _dist_name(ep) and e.value == ep.value for e in found):
+            found.append(ep)
+    out = []
+    for name in sorted(by_name):
+        home = _normalise(f"aworld-rl-{name}")
+        owner, *others = sorted(
+            by_name[name],
+            key=lambda e: (_normalise(_dist_name(e) or "") != home, _dist_name(e) or ""),
+        )
+        for ep in others:
+            registry.plugins.append(
+                PluginInfo(
+                    name,
+                    _dist_name(ep),
+                    ep.dist.version if ep.dist else None,
+                    f"entry-point name '{name}' is already taken by {_dist_name(owner)}; "
+                    f"this plugin is not loaded: rename its [project.entry-points.aworld_rl] "
+                    f"entry or uninstall {_dist_name(ep)}",
+                )
+            )
+        info = PluginInfo(name, _dist_name(owner), owner.dist.version if owner.dist else None)
+        out.append(_Candidate(info, owner.load))
+    return out
+
+
+def _dist_name(ep: md.EntryPoint) -> str | None:
+    return ep.dist.name if ep.dist else None
+
+
 def build_registry(
     extra: Sequence[tuple[str, object]] = (), *, entry_points: bool = True
 ) -> Registry:
-    """Load the ``aworld_rl`` entry points and ``extra`` (name, plugin) pairs into a registry."""
+    """Load the ``aworld_rl`` entry points and ``extra`` (name, plugin) pairs into a registry.
+
+    Each plugin fails alone: one that does not import, implements a hook no spec defines
+    (``check_pending``), or raises in a hook is listed with its error and registers nothing;
+    the others load as usual.
+    """
     pm = pluggy.PluginManager(hookspecs.PROJECT)
     pm.add_hookspecs(hookspecs)
     registry = Registry()
     blocked = _disabled()
-    found = md.entry_points(group=hookspecs.PROJECT) if entry_points else []
-    for ep in sorted(found, key=lambda e: e.name):
-        dist = ep.dist.name if ep.dist else None
-        version = ep.dist.version if ep.dist else None
-        if ep.name in blocked:
+    candidates = _entry_point_candidates(registry) if entry_points else []
+    candidates += [_Candidate(PluginInfo(n, None, None), lambda p=p: p) for n, p in extra]
+    loaded: list[PluginInfo] = []
+    for candidate in candidates:
+        info = candidate.info
+        if info.name in blocked:
             continue
         try:
-            pm.register(ep.load(), name=ep.name)
+            pm.register(candidate.load(), name=info.name)
         except Exception as exc:  # a broken plugin is reported, never hidden, never fatal
-            error = f"{type(exc).__name__}: {exc}"
+            error = _error(exc)
             if isinstance(exc, ModuleNotFoundError):
-                error += ". " + install_hint(ep.name, exc.name or "")
-            registry.plugins.append(PluginInfo(ep.name, dist, version, error))
+                error += ". " + install_hint(info.dist, exc.name or "")
+            registry.plugins.append(replace(info, error=error))
             continue
-        registry.plugins.append(PluginInfo(ep.name, dist, version))
-    for name, module in extra:
-        if name not in blocked:
-            pm.register(module, name=name)
-            registry.plugins.append(PluginInfo(name, None, None))
-    for kind in KINDS:
-        caller = getattr(pm.hook, f"register_{kind}")
-        for impl in caller.get_hookimpls():
-            impl.function(register=_register_callback(registry, kind, impl.plugin_name))
+        try:
+            pm.check_pending()  # every plugin before this one passed: the culprit is this one
+        except pluggy.PluginValidationError as exc:
+            pm.unregister(name=info.name)
+            registry.plugins.append(replace(info, error=_error(exc)))
+            continue
+        loaded.append(info)
+    for info in loaded:
+        plugin = pm.get_plugin(info.name)
+        others = [p for p in pm.get_plugins() if p is not plugin]
+        entries: list[Entry] = []
+        error = None
+        for kind in KINDS:
+            register = _Registrar(kind, info.name, info.dist)
+            try:
+                pm.subset_hook_caller(f"register_{kind}", remove_plugins=others)(register=register)
+            except Exception as exc:  # this plugin registers nothing; the others go on
+                error = f"register_{kind} raised {_error(exc)}"
+                break
+            entries += register.entries
+        registry.plugins.append(replace(info, error=error))
+        if error is None:
+            for entry in entries:
+                registry.add(entry)
+    order = {c.info.name: i for i, c in enumerate(candidates)}
+    registry.plugins.sort(key=lambda p: (order.get(p.name, len(order)), p.error is not None))
     return registry
 
 
-def install_hint(plugin: str, module: str) -> str:
-    """Name the extra that provides ``module`` for the plugin's distribution, if one does."""
-    dist = _dist_of(plugin)
+def install_hint(dist: str | None, module: str) -> str:
+    """Name the extra of ``dist`` that provides ``module``, if one does."""
     if dist is None:
         return f"Install the package that provides '{module}'."
     wanted = _normalise(module)
-    for req in md.requires(dist) or []:
+    try:
+        requirements = md.requires(dist) or []
+    except md.PackageNotFoundError:
+        requirements = []
+    for req in requirements:
         extra = re.search(r"extra\s*==\s*['\"]([^'\"]+)['\"]", req)
         req_name = _normalise(re.split(r"[\s;\[<>=!~]", req, maxsplit=1)[0])
         if extra and req_name == wanted:
             return f"Install it with: pip install '{dist}[{extra.group(1)}]'"
     return f"Install the package that provides '{module}' (needed by {dist})."
-
-
-def _dist_of(plugin: str) -> str | None:
-    for ep in md.entry_points(group=hookspecs.PROJECT):
-        if ep.name == plugin and ep.dist:
-            return ep.dist.name
-    return None
 
 
 def _normalise(name: str) -> str:

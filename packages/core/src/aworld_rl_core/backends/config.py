@@ -36,34 +36,36 @@ class ModelConfig:
 class RLConfig:
     """GRPO-family settings, shared by the ``trl`` and ``verl`` backends."""
 
-    group_size: int = option(8, help="completions sampled per prompt (GRPO n)")
-    kl_coef: float = option(0.0, help="KL penalty coefficient (beta)")
+    group_size: int = option(8, help="completions sampled per prompt (GRPO n)", ge=1)
+    kl_coef: float = option(0.0, help="KL penalty coefficient (beta)", ge=0)
     kl_estimator: Literal["k1", "k2", "k3", "low_var_kl"] = option(
         "low_var_kl", help="KL estimator (low_var_kl = k3 clipped)"
     )
-    clip_low: float = option(0.2, help="lower PPO clip range (epsilon low)")
-    clip_high: float = option(0.28, help="upper PPO clip range (epsilon high)")
+    clip_low: float = option(0.2, help="lower PPO clip range (epsilon low)", ge=0)
+    clip_high: float = option(0.28, help="upper PPO clip range (epsilon high)", ge=0)
     dual_clip: float | None = option(
-        None, help="dual-clip constant c for negative advantages (verl only)"
+        None, help="dual-clip constant c for negative advantages (verl only)", gt=1
     )
-    entropy_coef: float = option(0.0, help="entropy bonus coefficient")
-    max_turns: int = option(8, help="max model turns per episode")
-    max_new_tokens: int = option(256, help="max new tokens per model turn")
-    max_response_tokens: int = option(2048, help="max tokens of the whole multi-turn response")
-    temperature: float = option(1.0, help="sampling temperature")
-    top_p: float = option(1.0, help="nucleus sampling p")
+    entropy_coef: float = option(0.0, help="entropy bonus coefficient", ge=0)
+    max_turns: int = option(8, help="max model turns per episode", ge=1)
+    max_new_tokens: int = option(256, help="max new tokens per model turn", ge=1)
+    max_response_tokens: int = option(
+        2048, help="max tokens of the whole multi-turn response", ge=1
+    )
+    temperature: float = option(1.0, help="sampling temperature", ge=0)
+    top_p: float = option(1.0, help="nucleus sampling p", gt=0, le=1)
 
 
 @dataclass(frozen=True, kw_only=True)
 class SFTConfig:
     """Supervised fine-tuning settings (``hf-sft`` and ``llamafactory``)."""
 
-    max_length: int = option(2048, help="max tokens per training sample")
+    max_length: int = option(2048, help="max tokens per training sample", ge=1)
     per_turn: bool = option(
         True,
         help="split multi-turn samples per assistant turn; earlier turns are context",
     )
-    warmup_ratio: float = option(0.0, help="LR warm-up fraction")
+    warmup_ratio: float = option(0.0, help="LR warm-up fraction", ge=0, le=1)
     lr_scheduler: str = option("cosine", help="LR scheduler name")
 
 
@@ -75,16 +77,16 @@ class TrainerConfig:
         "trl",
         help="training backend: trl (CPU / 1 GPU RL), hf-sft, verl, llamafactory",
     )
-    learning_rate: float = option(1e-6, help="peak learning rate")
-    max_steps: int = option(-1, help="optimizer steps; -1 = use epochs")
-    epochs: float = option(1.0, help="passes over the training rows")
-    batch_size: int = option(8, help="rows per optimizer step (RL: prompts per step)")
-    micro_batch_size: int = option(1, help="rows per forward pass")
-    weight_decay: float = option(0.0, help="AdamW weight decay")
-    max_grad_norm: float = option(1.0, help="gradient clipping norm")
-    seed: int = option(42, help="random seed")
-    save_steps: int = option(0, help="checkpoint every N steps; 0 = at the end")
-    logging_steps: int = option(1, help="log metrics every N steps")
+    learning_rate: float = option(1e-6, help="peak learning rate", ge=0)
+    max_steps: int = option(-1, help="optimizer steps; -1 = use epochs", ge=-1)
+    epochs: float = option(1.0, help="passes over the training rows", gt=0)
+    batch_size: int = option(8, help="rows per optimizer step (RL: prompts per step)", ge=1)
+    micro_batch_size: int = option(1, help="rows per forward pass", ge=1)
+    weight_decay: float = option(0.0, help="AdamW weight decay", ge=0)
+    max_grad_norm: float = option(1.0, help="gradient clipping norm", ge=0)
+    seed: int = option(42, help="random seed", ge=0)
+    save_steps: int = option(0, help="checkpoint every N steps; 0 = at the end", ge=0)
+    logging_steps: int = option(1, help="log metrics every N steps", ge=1)
     resume: bool = option(False, help="resume from the latest checkpoint in the run directory")
     rl: RLConfig = option(factory=RLConfig, help="RL (GRPO) settings")
     sft: SFTConfig = option(factory=SFTConfig, help="SFT settings")

@@ -28,19 +28,23 @@ class LLMConfig:
         "OPENAI_API_KEY",
         help="environment variable holding the API key (unset: no Authorization header)",
     )
-    concurrency: int = option(32, help="max requests in flight")
+    concurrency: int = option(32, help="max requests in flight", ge=1)
     timeout_s: float = option(
-        600.0, help="seconds without an answer before a retry (long generations need minutes)"
+        600.0,
+        help="seconds for one attempt, the whole reply included (long generations need minutes)",
+        gt=0,
     )
-    max_retries: int = option(5, help="retries on timeouts, dropped connections, 429 and 5xx")
-    backoff_base_s: float = option(1.0, help="first backoff cap; doubles per retry (full jitter)")
-    backoff_max_s: float = option(30.0, help="largest backoff between retries")
+    max_retries: int = option(5, help="retries on timeouts, dropped connections, 429 and 5xx", ge=0)
+    backoff_base_s: float = option(
+        1.0, help="first backoff cap; doubles per retry (full jitter)", ge=0
+    )
+    backoff_max_s: float = option(30.0, help="largest backoff between retries", ge=0)
     cache_dir: str | None = option(
         None, help="directory of the on-disk response cache (unset: no cache)"
     )
-    temperature: float = option(0.7, help="sampling temperature (0: greedy)")
-    top_p: float = option(1.0, help="nucleus sampling p")
-    max_tokens: int = option(4096, help="max new tokens per reply")
+    temperature: float = option(0.7, help="sampling temperature (0: greedy)", ge=0)
+    top_p: float = option(1.0, help="nucleus sampling p", gt=0, le=1)
+    max_tokens: int = option(4096, help="max new tokens per reply", ge=1)
     seed: int | None = option(None, help="sampling seed sent with each request (unset: none)")
     extra_body: dict[str, Any] = option(
         factory=dict,
@@ -50,7 +54,7 @@ class LLMConfig:
     dtype: Literal["auto", "float32", "bfloat16", "float16"] = option(
         "auto", help="provider=local: parameter dtype"
     )
-    max_batch_size: int = option(8, help="provider=local: max requests per generate() batch")
+    max_batch_size: int = option(8, help="provider=local: max requests per generate() batch", ge=1)
 
     def sampling(self) -> dict[str, Any]:
         """The default sampling parameters every request carries."""

@@ -42,14 +42,14 @@ def _toy_trainer() -> TrainerConfig:
 class ToyEnvConfig:
     """The lowercase game."""
 
-    turns: int = option(2, help="model turns per episode")
+    turns: int = option(2, help="model turns per episode", ge=1)
 
 
 @dataclass(frozen=True, kw_only=True)
 class ToyDataConfig(ToyTasksConfig):
     """Task rows for training and evaluation."""
 
-    eval_tasks: int = option(0, help="held-out task rows evaluated after training (0 = none)")
+    eval_tasks: int = option(0, help="held-out task rows evaluated after training (0 = none)", ge=0)
 
 
 @dataclass(frozen=True, kw_only=True)

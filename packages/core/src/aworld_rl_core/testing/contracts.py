@@ -11,14 +11,24 @@ import dataclasses
 import json
 import subprocess
 import sys
+import types
+import typing
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any, ClassVar
 
 import pytest
+import yaml
 
 from aworld_rl_core import registry
-from aworld_rl_core.config import describe, list_presets, load_config, to_dict, to_yaml
+from aworld_rl_core.config import (
+    ConfigError,
+    describe,
+    list_presets,
+    load_config,
+    to_dict,
+    to_yaml,
+)
 from aworld_rl_core.environment import Environment, Step
 from aworld_rl_core.runs import RunResult, execute
 
@@ -57,10 +67,110 @@ class PluginContract:
         assert json.loads(out.stdout.strip().splitlines()[-1]) == []
 
 
+def _leaves(cls: type, prefix: str = "") -> dict[str, Any]:
+    """Dotted key -> type of every leaf field of a config class."""
+    hints = typing.get_type_hints(cls)
+    out: dict[str, Any] = {}
+    for f in dataclasses.fields(cls):
+        tp = hints[f.name]
+        if dataclasses.is_dataclass(tp):
+            out.update(_leaves(tp, f"{prefix}{f.name}."))  # type: ignore[arg-type]
+        else:
+            out[prefix + f.name] = tp
+    return out
+
+
+def _leaf_values(cfg: Any, keys: Sequence[str]) -> dict[str, Any]:
+    data = yaml.safe_load(to_yaml(cfg))
+    out = {}
+    for key in keys:
+        value = data
+        for part in key.split("."):
+            value = value[part]
+        out[key] = value
+    return out
+
+
+def _other_values(tp: Any, value: Any) -> list[Any]:
+    """Values of type ``tp`` (plain YAML data) that differ from ``value``; the first valid one
+    is the override."""
+    origin, args = typing.get_origin(tp), typing.get_args(tp)
+    out: list[Any] = []
+    if origin in (typing.Union, types.UnionType):
+        for arg in args:
+            out += [None] if arg is type(None) else _other_values(arg, value)
+    elif origin is typing.Literal:
+        out = list(args)
+    elif tp is bool:
+        out = [not value]
+    elif tp is int:
+        base = value if isinstance(value, int) and not isinstance(value, bool) else 0
+        out = [base + 1, base + 2, base - 1]
+    elif tp is float:
+        base = float(value) if isinstance(value, (int, float)) else 0.0
+        out = [base / 2 if base else 0.5, base + 0.5, base * 2 + 1, 2.0, 3.0]
+    elif tp in (str, Path):
+        out = [f"{value}-x" if isinstance(value, str) else "x"]
+    elif origin in (list, tuple) or tp in (list, tuple):
+        current = list(value) if isinstance(value, list) else []
+        items = _other_values(args[0], None) if args and args[0] is not Ellipsis else ["x"]
+        out = [current + items[:1], current[:-1]]
+    elif origin is dict or tp is dict:
+        out = [{**(value or {}), "zz": 1}]
+    return [v for v in out if v != value]
+
+
+def _yaml_value(value: Any) -> str:
+    text = yaml.safe_dump(value, default_flow_style=True, width=10**6)
+    return text.removesuffix("\n...\n").strip()
+
+
+def override_problems(
+    recipe: str, preset: str | None, values: Mapping[str, Any] | None = None
+) -> list[str]:
+    """Keys whose ``key=value`` override changes another key too, or cannot be overridden.
+
+    For each leaf key of the recipe's config (on top of ``preset``), an override with another
+    valid value (``values[key]`` when given) must change exactly that key: what
+    ``show-config R [--preset P] k=v`` prints differs from ``show-config R [--preset P]`` in
+    ``k`` alone.
+    """
+    entry = registry.get_recipe(recipe)
+    cls = entry.config_cls()
+    leaves = _leaves(cls)
+    base = load_config(cls, preset=preset, presets=entry.presets)
+    before = _leaf_values(base, list(leaves))
+    problems = []
+    for key, tp in leaves.items():
+        given = (values or {}).get(key, dataclasses.MISSING)
+        candidates = [given] if given not in (dataclasses.MISSING, before[key]) else []
+        tried = []
+        for candidate in candidates + _other_values(tp, before[key]):
+            override = f"{key}={_yaml_value(candidate)}"
+            try:
+                cfg = load_config(cls, preset=preset, presets=entry.presets, overrides=[override])
+            except ConfigError as exc:
+                tried.append(f"{override}: {exc}")
+                continue
+            after = _leaf_values(cfg, list(leaves))
+            changed = sorted(k for k in leaves if before[k] != after[k])
+            if changed != [key]:
+                problems.append(f"{override} changed {changed}")
+            break
+        else:
+            problems.append(
+                f"{key}: no override value was accepted ({'; '.join(tried) or 'none tried'}); "
+                "give one in override_values"
+            )
+    return problems
+
+
 class RecipeContract:
     """Every preset loads and validates; fields are documented; ``tiny-cpu`` runs end to end."""
 
     recipe: ClassVar[str]
+    override_values: ClassVar[Mapping[str, Any]] = {}
+    """A valid other value per key, for keys whose values a type alone cannot give."""
     run_tiny_cpu: ClassVar[bool] = True
     tiny_cpu_overrides: ClassVar[Sequence[str]] = ()
 
@@ -88,6 +198,14 @@ class RecipeContract:
             saved.write_text(to_yaml(cfg), encoding="utf-8")
             again = load_config(cls, config_file=saved)
             assert to_dict(again) == to_dict(cfg)
+
+    def test_override_changes_exactly_that_key(self) -> None:
+        presets = [None, *list_presets(self.entry().presets)]
+        problems = {
+            p or "(no preset)": override_problems(self.recipe, p, self.override_values)
+            for p in presets
+        }
+        assert not any(problems.values()), {k: v for k, v in problems.items() if v}
 
     def test_tiny_cpu_runs(self, tmp_path: Path, aworld_home: Path) -> None:
         if not self.run_tiny_cpu:
