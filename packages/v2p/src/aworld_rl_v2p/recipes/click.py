@@ -16,9 +16,11 @@ class ClickConfig:
     instruction: str = option("", help="what to click, e.g. 'click the Save button'")
     screenshot: str | None = option(None, help="a screenshot file instead of the screen")
     dry_run: bool = option(False, help="draw the point on the screenshot instead of clicking")
-    min_confidence: float = option(0.0, help="abstain when the top point's confidence is lower")
-    max_pixels: int = option(5_720_064, help="smart-resize pixel cap")
-    min_pixels: int = option(3136, help="smart-resize pixel floor")
+    min_confidence: float = option(
+        0.0, help="abstain when the top point's confidence is lower", ge=0
+    )
+    max_pixels: int = option(5_720_064, help="smart-resize pixel cap", gt=0)
+    min_pixels: int = option(3136, help="smart-resize pixel floor", gt=0)
 
 
 def run(cfg: ClickConfig, run: Run) -> RunResult:

@@ -32,17 +32,21 @@ class EvalDataConfig:
     box_format: Literal["auto", "xyxy", "xywh", "xyxy_norm", "xywh_norm"] = option(
         "auto", help="box format; auto = detected over each annotation file"
     )
-    limit: int = option(0, help="first N samples (0 = all)")
+    limit: int = option(0, help="first N samples (0 = all)", ge=0)
 
 
 @dataclass(frozen=True, kw_only=True)
 class ProtocolConfig:
     """ScreenSpot's protocol as V2P / GUI-Actor evaluate it."""
 
-    max_pixels: int = option(PAPER_MAX_PIXELS, help="smart-resize pixel cap (<= 7,296 patches)")
-    min_pixels: int = option(3136, help="smart-resize pixel floor")
-    threshold: float = option(0.3, help="patches above threshold x max form regions")
-    topk: int = option(3, help="points per sample (hit_topk)")
+    max_pixels: int = option(
+        PAPER_MAX_PIXELS, help="smart-resize pixel cap (<= 7,296 patches)", gt=0
+    )
+    min_pixels: int = option(3136, help="smart-resize pixel floor", gt=0)
+    threshold: float = option(
+        0.3, help="patches above threshold x max form regions", ge=0, le=0.999
+    )
+    topk: int = option(3, help="points per sample (hit_topk)", ge=1)
     region_score: Literal["max", "mean"] = option(
         "max", help="rank regions by max attention (V2P) or mean (GUI-Actor)"
     )
@@ -55,9 +59,9 @@ class EvalConfig:
     model: str = option("tiny:qwen2_5_vl", help="saved model directory, hub id or tiny:qwen2_5_vl")
     data: EvalDataConfig = option(factory=EvalDataConfig, help="benchmark data")
     protocol: ProtocolConfig = option(factory=ProtocolConfig, help="the pinned protocol")
-    batch_size: int = option(8, help="screenshots per prefill")
-    max_pixels_sweep: tuple[int, ...] = option((), help="also evaluate at these max_pixels")
-    overlays: int = option(4, help="heat-map PNGs of this many hits and as many misses")
+    batch_size: int = option(8, help="screenshots per prefill", ge=1)
+    max_pixels_sweep: tuple[int, ...] = option((), help="also evaluate at these max_pixels", gt=0)
+    overlays: int = option(4, help="heat-map PNGs of this many hits and as many misses", ge=0)
 
 
 def evaluate(

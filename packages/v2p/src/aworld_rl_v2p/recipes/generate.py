@@ -14,13 +14,13 @@ from aworld_rl_v2p.synthetic import LAYOUTS
 class GenerateConfig:
     """Render seeded HTML GUIs and write GUI-Actor/AGUVIS JSON with DOM boxes."""
 
-    pages: int = option(200, help="pages to render")
+    pages: int = option(200, help="pages to render", ge=1)
     resolutions: tuple[str, ...] = option(
         ("1280x800", "1920x1080", "1024x768"),
         help="viewport sizes WIDTHxHEIGHT, one per page at random",
     )
     layouts: tuple[str, ...] = option(LAYOUTS, help=f"page layouts among {', '.join(LAYOUTS)}")
-    targets_per_page: int = option(2, help="instructions (samples) per page")
+    targets_per_page: int = option(2, help="instructions (samples) per page", ge=1)
     seed: int = option(0, help="random seed: the same seed renders the same pages")
     renderer: Literal["auto", "chromium", "pil"] = option(
         "auto", help="chromium (DOM boxes), pil (no browser) or auto (chromium when installed)"

@@ -35,7 +35,7 @@ class PointerLossConfig:
 
     label_style: Literal["all", "center", "gauss"] = option("gauss", help="patch labels")
     sigma_factor: float = option(
-        1.0, help="sigma = box size / f (1: released scripts; 4.1325: ~2 sigma)"
+        1.0, help="sigma = box size / f (1: released scripts; 4.1325: ~2 sigma)", gt=0
     )
     suppression: bool = option(True, help="add the out-of-box attention mass (V2P)")
     suppression_region: Literal["box", "label"] = option(
@@ -51,11 +51,13 @@ class LaunchConfig:
 
     dry_run: bool = option(False, help="print the launch and the memory estimate; train nothing")
     launcher: Literal["torchrun", "accelerate"] = option("torchrun", help="process launcher")
-    nodes: int = option(1, help="machines")
-    gpus_per_node: int = option(1, help="GPUs per machine")
+    nodes: int = option(1, help="machines", ge=1)
+    gpus_per_node: int = option(1, help="GPUs per machine", ge=1)
     zero3: bool = option(True, help="DeepSpeed ZeRO-3 (params, grads and optimizer sharded)")
     gradient_checkpointing: bool = option(True, help="recompute activations in backward")
-    seq_len: int = option(7600, help="tokens per sample for the estimate (7,296 visual + text)")
+    seq_len: int = option(
+        7600, help="tokens per sample for the estimate (7,296 visual + text)", ge=1
+    )
 
 
 def _trainer() -> TrainerConfig:
