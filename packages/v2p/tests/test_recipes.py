@@ -82,3 +82,39 @@ class TestClickRecipe(RecipeContract):
     def test_empty_instruction_is_an_error(self, tmp_path, aworld_home, tiny_v2p_dir):
         with pytest.raises(ValueError, match="instruction is empty"):
             tiny_run(self.recipe, tmp_path, [f"model={tiny_v2p_dir}", "instruction='  '"])
+
+
+def test_eval_reads_a_screenspot_v2_folder(tmp_path, aworld_home, tiny_v2p_dir, synthetic_dir):
+    rows = json.loads((synthetic_dir / "data.json").read_text())[:6]
+    entries = []
+    for r in rows:
+        w, h = r["img_size"]
+        x1, y1, x2, y2 = r["conversations"][1]["bbox_gt"]
+        entries.append(
+            {
+                "img_filename": r["image"].removeprefix("images/"),
+                "bbox": [x1 * w, y1 * h, (x2 - x1) * w, (y2 - y1) * h],  # the original xywh
+                "instruction": r["conversations"][0]["value"].removeprefix("<image>"),
+                "data_type": r["data_type"],
+                "data_source": "shop" if len(entries) % 2 else "ios",
+            }
+        )
+    folder = tmp_path / "ScreenSpot-v2"
+    folder.mkdir()
+    (folder / "screenspot_mixed_v2.json").write_text(json.dumps(entries))
+    result, run_dir = tiny_run(
+        "v2p.eval",
+        tmp_path,
+        [
+            f"model={tiny_v2p_dir}",
+            "data.kind=screenspot_v2",
+            f"data.path={folder}",
+            f"data.images={synthetic_dir / 'images'}",
+            "max_pixels_sweep=[]",
+        ],
+    )
+    summary = json.loads((run_dir / "summary.json").read_text())["summary"]
+    assert set(summary["by_group"]) == {"mobile", "web"} and summary["samples"] == 6
+    by_group = summary["by_group"]
+    macro = (by_group["mobile"]["hit_top1"] + by_group["web"]["hit_top1"]) / 2
+    assert result.metrics["hit_top1_macro"] == pytest.approx(macro)
