@@ -53,7 +53,7 @@ def features(grounder, samples, batch_size=8):
     return out
 
 
-def evaluate(head, data, opts):
+def evaluate(head, data, opts, by_type=None):
     head.eval()
     hits, outside = [], []
     with torch.no_grad():
@@ -64,6 +64,8 @@ def evaluate(head, data, opts):
             outside.append(float(probs.masked_fill(regions, 0).sum()))
             points = predict_points(probs[0].reshape(grid))
             hits.append(judge(sample, points).hit_top1)
+            if by_type is not None:
+                by_type.setdefault(sample.ui_type, []).append(hits[-1])
     head.train()
     return sum(hits) / len(hits), sum(outside) / len(outside)
 
@@ -93,21 +95,25 @@ def train(train_data, test_data, d, label, suppression, args):
         optimizer.step()
         if step % args.eval_every == 0:
             curve.append((step, *evaluate(head, test_data, opts)))
-    return curve
+    by_type: dict = {}
+    evaluate(head, test_data, opts, by_type)
+    return curve, {t: sum(v) / len(v) for t, v in sorted(by_type.items())}
 
 
 def main(argv=None):
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--train-pages", type=int, default=250)
     parser.add_argument("--test-pages", type=int, default=50)
-    parser.add_argument("--steps", type=int, default=300)
-    parser.add_argument("--eval-every", type=int, default=25)
+    parser.add_argument("--steps", type=int, default=600)
+    parser.add_argument("--eval-every", type=int, default=50)
     parser.add_argument("--batch", type=int, default=16)
-    parser.add_argument("--lr", type=float, default=1e-3)
+    parser.add_argument("--lr", type=float, default=2e-3)
     parser.add_argument("--max-pixels", type=int, default=448 * 336)
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--out", type=Path, default=Path("."))
+    parser.add_argument("--threads", type=int, default=1, help="torch threads (small ops: 1)")
     args = parser.parse_args(argv)
+    torch.set_num_threads(args.threads)  # on a shared CPU, 2 threads made a step ~15x slower
     started = time.time()
     work = Path(tempfile.mkdtemp(prefix="v2p-evidence-"))
     resolutions = ((448, 336), (392, 280), (336, 448))
@@ -121,6 +127,7 @@ def main(argv=None):
     model = from_base(vl.model, vl.tokenizer).eval()
     grounder = Grounder(model, vl.tokenizer, vl.image_processor, max_pixels=args.max_pixels)
     train_data, test_data = features(grounder, train_samples), features(grounder, test_samples)
+    print(f"features of {len(train_data)} + {len(test_data)} samples", flush=True)
     area = sum((s.box[2] - s.box[0]) * (s.box[3] - s.box[1]) for s in test_samples) / len(
         test_samples
     )
@@ -131,16 +138,20 @@ def main(argv=None):
         "test_samples": len(test_samples),
         "chance_random_point": area,
         "chance_random_element": sum(1 / r["elements"] for r in elements) / len(elements),
+        "test_types": {t: sum(s.ui_type == t for s in test_samples) for t in ("icon", "text")},
         "steps": args.steps,
         "batch": args.batch,
         "lr": args.lr,
+        "threads": args.threads,
         "max_pixels": args.max_pixels,
         "curves": {},
     }
     d = model.config.text_config.hidden_size
     for label, sup in SETTINGS:
         key = f"{label}+{'kl+sup' if sup else 'kl'}"
-        results["curves"][key] = train(train_data, test_data, d, label, sup, args)
+        results["curves"][key], results.setdefault("final_top1_by_type", {})[key] = train(
+            train_data, test_data, d, label, sup, args
+        )
         _, top1, outside = results["curves"][key][-1]
         print(f"{key:16s} top-1 {top1:.3f}  out-of-box mass {outside:.3f}", flush=True)
     results["seconds"] = round(time.time() - started, 1)
