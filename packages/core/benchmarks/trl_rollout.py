@@ -1,10 +1,11 @@
 """Multi-turn rollouts of the ``trl`` backend on CPU: batched episodes vs one episode at a time.
 
-Plays the same episodes of the toy lowercase game with ``rollout.run_episodes`` and the
-backend's ``HfGenerator`` twice per repeat: all active episodes in one ``generate`` call per
-turn (what the backend does), then one episode at a time (``batch_size=1``, the baseline). The
-two sides alternate, each keeps its best run, and times are CPU seconds of the process
-(``time.process_time``, robust on a shared machine) next to wall-clock seconds.
+Plays the same episodes of the toy lowercase game with the episode engine's trl driver loop
+(``engine.run_batched`` over the backend's ``HfGenerator``) twice per repeat: all active
+episodes in one ``generate`` call per turn (what the backend does), then one episode at a time
+(``batch_size=1``, the baseline). The two sides alternate, each keeps its best run, and times
+are CPU seconds of the process (``time.process_time``, robust on a shared machine) next to
+wall-clock seconds.
 
     python packages/core/benchmarks/trl_rollout.py [--episodes 16] [--turns 3] [--repeats 3]
 """
@@ -12,6 +13,7 @@ two sides alternate, each keeps its best run, and times are CPU seconds of the p
 from __future__ import annotations
 
 import argparse
+import functools
 from dataclasses import replace
 from pathlib import Path
 
@@ -21,29 +23,26 @@ from aworld_rl_core.benchmarking import compare_rollouts, measure
 def _play(model, tokenizer, episodes: int, turns: int, new_tokens: int, batch_size, seed: int):
     import torch
 
-    from aworld_rl_core.backends.hf_generate import HfGenerator
-    from aworld_rl_core.backends.rollout import ChatCodec, RolloutLimits, run_episodes
+    from aworld_rl_core.backends.hf_generate import HfGenerator, generate_turns
+    from aworld_rl_core.engine import ChatCodec, Limits, Rollout, run_batched
     from aworld_rl_core.envs.toy import LowercaseEnv, ToyTasksConfig, toy_tasks
 
     codec = ChatCodec(tokenizer)
     generate = HfGenerator(model, pad_id=tokenizer.pad_token_id, stop_ids=[codec.eos_id])
     tasks = toy_tasks(ToyTasksConfig(num_tasks=episodes, seed=seed))
-    limits = RolloutLimits(
+    limits = Limits(
         max_turns=turns, max_new_tokens=new_tokens, max_response_tokens=turns * (new_tokens + 64)
     )
     torch.manual_seed(seed)
     timed = measure(
-        lambda: run_episodes(
-            [LowercaseEnv(turns) for _ in tasks],
-            tasks,
-            generate,
-            codec,
-            limits,
+        lambda: run_batched(
+            Rollout([LowercaseEnv(t, turns=turns) for t in tasks], limits, codec=codec),
+            functools.partial(generate_turns, generate),
             batch_size=batch_size,
         )
     )
     played = timed.result
-    model_tokens = sum(sum(e.env_mask) for e in played)
+    model_tokens = sum(sum(e.loss_mask) for e in played)
     return replace(timed, result={"model_tokens": model_tokens, "episodes": len(played)})
 
 

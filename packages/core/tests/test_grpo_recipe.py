@@ -33,8 +33,8 @@ def test_job_rows_rewards_and_environment(tmp_path):
     )
     job = build_job(cfg, Run(tmp_path, quiet=True))
     assert len(job.train_rows) == 16 and len(job.eval_rows) == 4
-    env = job.env_factory(job.train_rows[0])
-    env.reset(job.train_rows[0])
+    env = job.env_factory()(job.train_rows[0])
+    env.reset()
     assert [env.step("ok").done for _ in range(3)] == [False, False, True]
     assert job.rewards == [] and job.reward_weights is None
     bad = load_config(GrpoRecipeConfig, overrides=["reward.weights=[1.0]"])

@@ -1,7 +1,8 @@
 """trl-backend rollout throughput on CPU with EnvTuningEnv episodes.
 
 The same process plays the same EnvTuning episodes (BFCL multi-turn entries, compact tool list)
-with core's ``rollout.run_episodes`` and the ``trl`` backend's ``HfGenerator``: all active
+with the episode engine's trl driver loop (``engine.run_batched`` over the ``trl`` backend's
+``HfGenerator``): all active
 episodes in one ``generate`` call per model turn (what the backend does) vs one episode at a time
 (baseline). Each side keeps its best of ``--repeats``, in CPU seconds of the process and wall
 seconds. Run: ``python packages/envtuning/benchmarks/rollout.py [--episodes 8] [--json out]``.
@@ -10,6 +11,7 @@ seconds. Run: ``python packages/envtuning/benchmarks/rollout.py [--episodes 8] [
 from __future__ import annotations
 
 import argparse
+import functools
 from dataclasses import replace
 from pathlib import Path
 from typing import Any
@@ -20,8 +22,8 @@ from aworld_rl_core.benchmarking import Measured, compare_rollouts, measure
 def play(model: Any, tokenizer: Any, entry_ids: list[str], args: Any, batch_size: Any) -> Measured:
     import torch
 
-    from aworld_rl_core.backends.hf_generate import HfGenerator
-    from aworld_rl_core.backends.rollout import ChatCodec, RolloutLimits, run_episodes
+    from aworld_rl_core.backends.hf_generate import HfGenerator, generate_turns
+    from aworld_rl_core.engine import ChatCodec, Limits, Rollout, run_batched
     from aworld_rl_envtuning.env import EnvTuningEnv, get_entry
 
     codec = ChatCodec(tokenizer)
@@ -29,15 +31,17 @@ def play(model: Any, tokenizer: Any, entry_ids: list[str], args: Any, batch_size
     envs = [
         EnvTuningEnv(get_entry(i), tool_docs="compact", max_steps_per_turn=1) for i in entry_ids
     ]
-    limits = RolloutLimits(
+    limits = Limits(
         max_turns=args.turns,
         max_new_tokens=args.max_new_tokens,
         max_response_tokens=args.turns * (args.max_new_tokens + 256),
     )
     torch.manual_seed(0)
     timed = measure(
-        lambda: run_episodes(
-            envs, [None] * len(envs), generate, codec, limits, batch_size=batch_size
+        lambda: run_batched(
+            Rollout(envs, limits, codec=codec),
+            functools.partial(generate_turns, generate),
+            batch_size=batch_size,
         )
     )
     for env in envs:
@@ -48,7 +52,7 @@ def play(model: Any, tokenizer: Any, entry_ids: list[str], args: Any, batch_size
         result={
             "episodes": len(episodes),
             "model_turns": sum(e.turns for e in episodes),
-            "model_tokens": sum(sum(e.env_mask) for e in episodes),
+            "model_tokens": sum(sum(e.loss_mask) for e in episodes),
         },
     )
 

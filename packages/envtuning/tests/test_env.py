@@ -20,7 +20,7 @@ TURN0 = [
 
 class TestEnvironmentContract(EnvironmentContract):
     def make_env(self):
-        return make_env("multi_turn_base_0")
+        return make_env({"entry_id": "multi_turn_base_0"})
 
 
 def test_reset_opens_with_system_prompt_and_first_turn():
@@ -149,7 +149,7 @@ def test_bad_construction_is_a_clear_error():
     with pytest.raises(ValueError, match="max_steps_per_turn"):
         EnvTuningEnv(get_entry("multi_turn_base_0"), max_steps_per_turn=0)
     with pytest.raises(KeyError, match="no BFCL multi-turn entry"):
-        make_env("multi_turn_base_9999")
+        make_env({"entry_id": "multi_turn_base_9999"})
     with pytest.raises(RuntimeError, match="reset"):
         EnvTuningEnv(get_entry("multi_turn_base_0")).step("x")
 
@@ -180,16 +180,16 @@ def _gt_pairs(entry, turn):
 
 
 def test_step_is_a_step_instance(helpers):
-    env = make_env("multi_turn_long_context_0", augmentation=False)
+    env = make_env({"entry_id": "multi_turn_long_context_0"}, augmentation=False)
     env.reset()
     assert isinstance(env.step(helpers.ANSWER), Step)
 
 
-def test_reset_checks_the_row_entry():
-    env = make_env("multi_turn_base_0")
-    assert env.reset({"entry_id": "multi_turn_base_0"})[1]["role"] == "user"
-    with pytest.raises(ValueError, match="plays multi_turn_base_0, not multi_turn_base_1"):
-        env.reset({"entry_id": "multi_turn_base_1"})
+def test_the_factory_plays_the_row_entry():
+    env = make_env({"entry_id": "multi_turn_base_0", "split": "train"}, hint_packs=["default"])
+    assert env.entry.id == "multi_turn_base_0" and env.reset()[1]["role"] == "user"
+    with pytest.raises(ValueError, match="needs an 'entry_id' column; got \\['topic'\\]"):
+        make_env({"topic": "x"})
 
 
 def _results(step):

@@ -83,9 +83,9 @@ def test_plateau_ends_each_stage_and_rounds_chain_checkpoints(scripted, tmp_path
     assert jobs[0].model.name_or_path == "base-model"
     assert [j.trainer.max_steps for j in jobs] == [1] * 20
     assert len({j.trainer.seed for j in jobs}) == 20  # a fresh data order every round
-    options = jobs[-1].env_factory.keywords
+    options = jobs[-1].env.kwargs
     assert options["augmentation"] is False and options["reward"]["name"] == "progress"
-    assert jobs[0].env_factory.keywords["reward"]["name"] == "format"
+    assert jobs[0].env.kwargs["reward"]["name"] == "format"
     assert result.metrics["stages_finished"] == 4.0
 
 

@@ -33,7 +33,7 @@ class CounterEnv:
         self.target = int(row["target"])
         self.value = 0
 
-    def reset(self, task: dict[str, Any] | None = None) -> list[dict[str, Any]]:
+    def reset(self) -> list[dict[str, Any]]:
         self.value = 0
         text = f"A counter starts at 0. Bring it to {self.target}. Answer with: add N"
         return [{"role": "user", "content": text}]
@@ -110,7 +110,7 @@ def main() -> int:
         trainer=trainer,
         run=run,
         train_rows=rows,
-        env_factory=CounterEnv,
+        env=CounterEnv,
     )
     started = time.time()
     result = VerlBackend().train(job)

@@ -46,8 +46,8 @@ def register_datasets(register: Register) -> None:
 def register_environments(register: Register) -> None:
     """Register environment factories: ``register(name, factory, help=...)``.
 
-    ``factory(**options)`` returns a fresh ``aworld_rl_core.environment.Environment``
-    (one per episode).
+    ``factory(row, **options)`` returns a fresh ``aworld_rl_core.environment.Environment`` for
+    one episode of a dataset row; ``options`` are the recipe's JSON options (``env.options``).
     """
 
 

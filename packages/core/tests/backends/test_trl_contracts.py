@@ -12,10 +12,7 @@ class TestTrlBackend(BackendContract):
 
 class TestLowercaseEnv(EnvironmentContract):
     def make_env(self) -> LowercaseEnv:
-        return LowercaseEnv(turns=2)
-
-    def task(self):
-        return {"topic": "rain"}
+        return LowercaseEnv({"topic": "rain"}, turns=2)
 
 
 class TestGrpoRecipe(RecipeContract):

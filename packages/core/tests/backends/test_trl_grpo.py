@@ -13,8 +13,9 @@ from small_vocab import small_vocab_model_dir
 from aworld_rl_core.backends import trl_grpo
 from aworld_rl_core.backends.base import TrainJob
 from aworld_rl_core.backends.config import ModelConfig, RLConfig, TrainerConfig
-from aworld_rl_core.backends.rollout import ChatCodec
-from aworld_rl_core.envs.toy import LowercaseEnv, lowercase_reward, toy_tasks
+from aworld_rl_core.engine import ChatCodec
+from aworld_rl_core.envs.toy import lowercase_reward, toy_tasks
+from aworld_rl_core.refs import Ref
 from aworld_rl_core.runs import Run
 
 pytest.importorskip("trl")
@@ -40,7 +41,7 @@ def make_job(
         run=Run(run_dir, quiet=True),
         train_rows=toy_tasks()[:8],
         eval_rows=list(eval_rows),
-        env_factory=lambda row: LowercaseEnv(turns=2),
+        env=Ref.named("core.toy-lowercase", {"turns": 2}),
         rewards=list(rewards),
     )
 
@@ -101,7 +102,7 @@ def test_rows_without_environment_are_one_turn_episodes(model_dir, tmp_path, mon
     rows = [{"prompt": [{"role": "user", "content": "hi"}], "topic": "rain"}]
     job = replace(
         make_job(tmp_path, model_dir, rl=ROOMY),
-        env_factory=None,
+        env=None,
         rewards=[recording_reward],
         train_rows=rows,
     )

@@ -19,8 +19,9 @@ from aworld_rl_core.backends.config import ModelConfig, RLConfig, TrainerConfig
 from aworld_rl_core.backends.verl.backend import VerlBackend, find_checkpoints, read_metrics
 from aworld_rl_core.backends.verl.config import VerlConfig
 from aworld_rl_core.backends.verl.launcher import hydra_value
-from aworld_rl_core.backends.verl.specs import EpisodeSpec, Ref
+from aworld_rl_core.backends.verl.specs import EpisodeSpec
 from aworld_rl_core.errors import AworldError, ConfigError
+from aworld_rl_core.refs import Ref
 from aworld_rl_core.runs import Run
 
 pq = pytest.importorskip("pyarrow.parquet")
@@ -48,7 +49,7 @@ def trainer(**verl: object) -> TrainerConfig:
 
 def make_job(tmp_path: Path, cfg: TrainerConfig, **kw: object) -> TrainJob:
     run = Run(tmp_path / "run", quiet=True)
-    fields = {"env_factory": counter_env, "rewards": [exact_answer, "toy.brevity"]}
+    fields = {"env": counter_env, "rewards": [exact_answer, "toy.brevity"]}
     fields["reward_weights"] = [1.0, 0.5]
     fields.update(kw)
     return TrainJob(model=MODEL, trainer=cfg, run=run, train_rows=ROWS, **fields)
@@ -118,7 +119,7 @@ def test_dry_run_overrides_follow_the_config(tmp_path):
 
 def test_extra_overrides_come_last_and_single_turn_rows_use_verl_loop(tmp_path):
     cfg = trainer(extra_overrides=("trainer.val_before_train=true",))
-    result = VerlBackend().train(make_job(tmp_path, cfg, env_factory=None))
+    result = VerlBackend().train(make_job(tmp_path, cfg, env=None))
     record = json.loads(result.outputs["launch"].read_text())
     assert record["overrides"][-1] == "trainer.val_before_train=true"
     o = overrides_of(result.outputs["launch"])
@@ -170,14 +171,14 @@ def test_hydra_value_quotes_what_needs_it(value, text):
 
 def test_bad_jobs_raise_clear_errors(tmp_path):
     with pytest.raises(ConfigError, match="importable"):
-        VerlBackend().train(make_job(tmp_path, trainer(), env_factory=lambda row: None))
+        VerlBackend().train(make_job(tmp_path, trainer(), env=lambda row: None))
     with pytest.raises(ConfigError, match="needs a reward"):
-        VerlBackend().train(make_job(tmp_path, trainer(), env_factory=None, rewards=[]))
+        VerlBackend().train(make_job(tmp_path, trainer(), env=None, rewards=[]))
     with pytest.raises(ConfigError, match="mini_batch_size=3 must divide"):
         VerlBackend().train(make_job(tmp_path, trainer(mini_batch_size=3)))
     with pytest.raises(ConfigError, match="one weight per reward"):
         VerlBackend().train(make_job(tmp_path, trainer(), reward_weights=[1.0]))
-    job = replace(make_job(tmp_path, trainer()), train_rows=[{"question": "x"}], env_factory=None)
+    job = replace(make_job(tmp_path, trainer()), train_rows=[{"question": "x"}], env=None)
     with pytest.raises(ConfigError, match="row 0 has no 'prompt'"):
         VerlBackend().train(job)
     bad_row = [{"prompt": [{"role": "user", "content": "x"}], "when": object()}]
@@ -229,7 +230,7 @@ cfg = TrainerConfig(
 )
 run = Run({str(tmp_path)!r}, quiet=True)
 job = TrainJob(model=ModelConfig(name_or_path="m"), trainer=cfg, run=run,
-               train_rows=[{{"prompt": "hi"}}], env_factory=counter_env)
+               train_rows=[{{"prompt": "hi"}}], env=counter_env)
 VerlBackend().train(job)
 print(sorted(m for m in ("verl", "torch", "transformers") if m in sys.modules))
 """
@@ -262,7 +263,7 @@ def test_core_grpo_dry_run_on_verl_takes_prompts_from_the_environment(tmp_path, 
     assert cli.main(args) == 0
     rows = pq.read_table(out / "verl_data" / "train.parquet").to_pylist()
     topic = json.loads(rows[0]["extra_info"]["aworld"])["task"]["topic"]
-    expected = LowercaseEnv(2).reset({"topic": topic})
+    expected = LowercaseEnv({"topic": topic}, turns=2).reset()
     assert [m["content"] for m in rows[0]["prompt"]] == [m["content"] for m in expected]
     launch = json.loads((out / "verl_launch.json").read_text())
     assert "actor_rollout_ref.rollout.agent.default_agent_loop=aworld_env" in launch["overrides"]

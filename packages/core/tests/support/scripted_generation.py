@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from aworld_rl_core.backends.rollout import ChatCodec
+from aworld_rl_core.engine import ChatCodec
 
 
 class ScriptedGenerator:
@@ -18,7 +18,7 @@ class ScriptedGenerator:
         self.header = tok.encode("<|im_start|>assistant", add_special_tokens=False)
         self.calls: list[tuple[int, int]] = []  # (batch size, max_new_tokens)
 
-    def __call__(self, prompts, max_new_tokens):
+    def __call__(self, prompts, max_new_tokens, **options):
         self.calls.append((len(prompts), max_new_tokens))
         out = []
         for prompt in prompts:

@@ -11,12 +11,22 @@ import pytest
 
 pytest.importorskip("verl.trainer")  # not tests/verl, which is on sys.path as a namespace
 
+from lookup_env import (
+    EXPECTED_REWARD,
+    EXPECTED_STEP_REWARDS,
+    EXPECTED_TEXTS,
+    SCRIPT,
+    LookupEnv,
+    expected_tokens,
+)
 from verl_toys import CounterEnv
 
 from aworld_rl_core.backends.config import ModelConfig, RLConfig, TrainerConfig
 from aworld_rl_core.backends.verl.config import VerlConfig
 from aworld_rl_core.backends.verl.launcher import LaunchPaths, build_overrides
-from aworld_rl_core.backends.verl.specs import SPEC_KEY, EpisodeSpec, Ref
+from aworld_rl_core.backends.verl.specs import SPEC_KEY, EpisodeSpec
+from aworld_rl_core.engine import ChatCodec
+from aworld_rl_core.refs import Ref
 
 LOGPROB = -0.5
 
@@ -140,6 +150,24 @@ def test_episode_masks_environment_tokens_and_scores_the_episode(agent_loop, qwe
     for call in server.calls[1:]:
         assert full[: len(call["prompt_ids"])] == call["prompt_ids"]
     assert [c["max_tokens"] for c in server.calls] == [32, 32, 32]  # per-turn cap
+
+
+def test_the_scripted_episode_matches_the_other_drivers(agent_loop, qwen3_tokenizer):
+    """The episode of ``tests/engine/test_drivers.py``: stop strings through vLLM's ``stop``,
+    an inline observation masked 0, a new user turn, the same tokens, texts and rewards."""
+    loop, server = agent_loop(list(SCRIPT))
+    spec = EpisodeSpec(task={}, env=Ref("lookup_env:LookupEnv"), max_new_tokens=32)
+    out = run_episode(loop, spec)
+    ids, mask = expected_tokens(ChatCodec(qwen3_tokenizer))
+    assert (list(out.response_ids), list(out.response_mask)) == (ids, mask)
+    assert LookupEnv.played[-1] == EXPECTED_TEXTS
+    assert out.reward_score == pytest.approx(EXPECTED_REWARD)
+    assert out.extra_fields["turn_scores"] == pytest.approx(EXPECTED_STEP_REWARDS)
+    assert [c["stop"] for c in server.calls] == [list(LookupEnv.stop)] * 3
+    assert all(c["include_stop_str_in_output"] for c in server.calls)
+    # the turn after the inline result continues the same assistant turn: no new header
+    continued = qwen3_tokenizer.decode(server.calls[1]["prompt_ids"])
+    assert continued.endswith("<lookup>capital of France</lookup><result>Paris</result>")
 
 
 def test_turn_limit_and_reward_functions(agent_loop, qwen3_tokenizer):

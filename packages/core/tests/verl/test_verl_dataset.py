@@ -37,7 +37,7 @@ def test_rlhf_dataset_reads_our_rows(tmp_path, qwen3_tokenizer):
         trainer=TrainerConfig(backend="verl", batch_size=2),
         run=Run(tmp_path / "run", quiet=True),
         train_rows=ROWS,
-        env_factory=counter_env,
+        env=counter_env,
         rewards=[exact_answer],
     )
     train, val = write_data(job, tmp_path / "data")

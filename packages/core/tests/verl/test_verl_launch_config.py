@@ -103,7 +103,7 @@ def test_dry_run_resolves_the_full_command_with_verl(tmp_path, capsys):
         trainer=cfg,
         run=Run(tmp_path / "run", quiet=True),
         train_rows=rows,
-        env_factory=counter_env,
+        env=counter_env,
     )
     result = VerlBackend().train(job)
     resolved = yaml.safe_load(result.outputs["verl_config"].read_text())

@@ -22,13 +22,11 @@ class CounterEnv:
 
     closed_count = 0  # how many episodes were closed (checked by the tests)
 
-    def __init__(self, target: int = 3) -> None:
-        self.target = int(target)
+    def __init__(self, row: Mapping[str, Any] | None = None, *, target: int = 3) -> None:
+        self.target = int((row or {}).get("target", target))
         self.value = 0
 
-    def reset(self, task: Mapping[str, Any] | None = None) -> list[dict[str, Any]]:
-        if task and "target" in task:
-            self.target = int(task["target"])
+    def reset(self) -> list[dict[str, Any]]:
         self.value = 0
         return [{"role": "user", "content": f"Bring the counter to {self.target}. Say: add N"}]
 
@@ -49,8 +47,8 @@ class CounterEnv:
 
 
 def counter_env(row: Mapping[str, Any]) -> CounterEnv:
-    """A ``TrainJob.env_factory``: one ``CounterEnv`` per row."""
-    return CounterEnv(int(row.get("target", 3)))
+    """A ``TrainJob.env`` given as a module-level function (an import path): one per row."""
+    return CounterEnv(row)
 
 
 def exact_answer(completions: list[Any], ground_truth: list[str], **_: Any) -> list[float]:

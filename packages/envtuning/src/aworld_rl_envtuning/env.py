@@ -86,16 +86,10 @@ class EnvTuningEnv:
 
     # -- protocol ------------------------------------------------------------------------------
 
-    def reset(self, task: Mapping[str, Any] | None = None) -> list[Message]:
-        """Opening messages: the system prompt with the first turn's tools, the first user turn.
-
-        ``task`` (a training row) may name its ``entry_id``; it must be this environment's.
-        """
+    def reset(self) -> list[Message]:
+        """Opening messages: the system prompt with the first turn's tools, the first user turn."""
         from aworld_rl_core.tooluse.bfcl import MultiTurnEpisode
 
-        asked = task.get("entry_id") if isinstance(task, Mapping) else None
-        if asked is not None and asked != self.entry.id:
-            raise ValueError(f"this environment plays {self.entry.id}, not {asked}")
         self.close()
         self._episode = MultiTurnEpisode(self.entry)
         self._owners = method_owners(self._episode.instances)
@@ -125,6 +119,7 @@ class EnvTuningEnv:
             self.stats.steps.append(StepKind.FORMAT_ERROR)
             return self._continue_or_advance([_user(_format_feedback(parsed, self.think_tag))])
         if parsed.calls:
+            assert self.entry.ground_truth is not None  # a judged episode (MultiTurnEpisode)
             if not self.entry.ground_truth[self._episode.turn]:
                 self.stats.steps.append(StepKind.BLOCKED_CALL)
                 self.calls_per_turn[-1].append(parsed.call_strings())  # BFCL judges them too
@@ -261,29 +256,26 @@ def get_entry(entry_id: str) -> BfclEntry:
     return entries[entry_id]
 
 
-def make_env(entry_id: str | None = None, **options: Any) -> EnvTuningEnv:
-    """Registered factory: ``make_env(entry_id="multi_turn_base_0", augmentation=False)``."""
-    if entry_id is None:
-        raise ValueError("envtuning.bfcl needs entry_id=<BFCL multi-turn id>")
-    return EnvTuningEnv(get_entry(entry_id), **options)
+def make_env(row: Mapping[str, Any], **options: Any) -> EnvTuningEnv:
+    """The registered factory (``envtuning.bfcl``): the row's ``entry_id`` with JSON options, so
+    verl workers can rebuild it (``reward`` is a :class:`RewardSpec` dict, ``hint_packs`` names
+    or file paths; hint packs are loaded once per process)."""
+    from aworld_rl_core.resources import shared
 
-
-def env_from_row(row: Mapping[str, Any], **options: Any) -> EnvTuningEnv:
-    """Training-job factory: the row's ``entry_id`` with JSON-able options, so verl workers can
-    rebuild it (``reward`` is a :class:`RewardSpec` dict, ``hint_packs`` names or file paths)."""
     options = dict(options)
     if isinstance(options.get("reward"), Mapping):
         options["reward"] = RewardSpec(**options["reward"])
     if "hint_packs" in options:
-        options["hints"] = _hint_packs(tuple(options.pop("hint_packs")))
+        sources = [str(s) for s in options.pop("hint_packs")]
+        options["hints"] = shared("envtuning.hints", {"sources": sources}, lambda: _hints(sources))
     entry_id = row.get("entry_id") if isinstance(row, Mapping) else None
     if not entry_id:
-        raise ValueError(f"an EnvTuning row needs an 'entry_id' column; got keys {sorted(row)}")
+        keys = sorted(row) if isinstance(row, Mapping) else type(row).__name__
+        raise ValueError(f"an EnvTuning row needs an 'entry_id' column; got {keys}")
     return EnvTuningEnv(get_entry(str(entry_id)), **options)
 
 
-@functools.lru_cache(maxsize=16)
-def _hint_packs(sources: tuple[str, ...]) -> HintPack:
+def _hints(sources: list[str]) -> HintPack:
     from aworld_rl_envtuning.augmentation import load_hint_packs
 
-    return load_hint_packs(list(sources))
+    return load_hint_packs(sources)

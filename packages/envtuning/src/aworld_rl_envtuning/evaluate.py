@@ -1,9 +1,10 @@
 """BFCL multi-turn evaluation of an agent in EnvTuning's protocol, through core's LLM clients.
 
-Each entry is played as an :class:`EnvTuningEnv` episode (augmentation off, BFCL's 20 steps per
-turn by default); the calls the model made per turn are then judged by core's BFCL multi-turn
-judge (BFCL's verdict). Accuracy per category is the share of valid entries; the overall figure
-is the mean over categories, as BFCL reports it.
+Each entry is played as an :class:`EnvTuningEnv` episode by core's episode engine
+(``aworld_rl_core.engine.play``; augmentation off, BFCL's 20 steps per turn by default); the
+calls the model made per turn are then judged by core's BFCL multi-turn judge (BFCL's verdict).
+Accuracy per category is the share of valid entries; the overall figure is the mean over
+categories, as BFCL reports it.
 """
 
 from __future__ import annotations
@@ -16,6 +17,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from aworld_rl_core.engine import play
 from aworld_rl_core.llm.errors import LLMError
 from aworld_rl_envtuning.env import EnvTuningEnv
 
@@ -34,24 +36,6 @@ class EpisodeOutcome:
     error_type: str
     info: dict[str, Any] = field(repr=False)
     messages: list[dict[str, Any]] = field(repr=False, default_factory=list)
-
-
-async def play(
-    client: Any, env: EnvTuningEnv, *, sampling: Mapping[str, Any] | None = None
-) -> tuple[dict[str, Any], list[dict[str, Any]]]:
-    """Play one episode with an async chat client; (final info, conversation)."""
-    messages = env.reset()
-    try:
-        while True:
-            completion = await client.chat(messages, **dict(sampling or {}))
-            text = completion.text or ""
-            messages.append({"role": "assistant", "content": text})
-            step = env.step(text)
-            if step.done:
-                return step.info, messages
-            messages.extend(step.observation)
-    finally:
-        env.close()
 
 
 class GroundTruthAgent:
@@ -104,7 +88,8 @@ async def evaluate_async(
         env = EnvTuningEnv(entry, **options)
         try:
             async with gate:
-                info, messages = await play(agent, env, sampling=sampling)
+                episode = await play(agent, env, sampling=sampling)
+            info, messages = episode.info, episode.messages
             valid, error_type = judge(entry, info)
         except LLMError as exc:  # the entry fails, as a model that gave no answer does in BFCL
             info, messages = env.final_info(), []

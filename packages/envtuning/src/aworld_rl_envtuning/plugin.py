@@ -42,7 +42,7 @@ def register_environments(register):
     register(
         "envtuning.bfcl",
         "aworld_rl_envtuning.env:make_env",
-        help="A BFCL multi-turn entry in EnvTuning's protocol (entry_id=..., augmentation=...).",
+        help="A BFCL multi-turn entry (row: entry_id) in EnvTuning's protocol (augmentation=...).",
     )
 
 

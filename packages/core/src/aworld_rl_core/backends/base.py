@@ -9,10 +9,14 @@ from typing import TYPE_CHECKING, Any, Protocol
 if TYPE_CHECKING:
     from aworld_rl_core.backends.config import ModelConfig, TrainerConfig
     from aworld_rl_core.environment import Environment
+    from aworld_rl_core.refs import Ref
     from aworld_rl_core.runs import Run, RunResult
 
 RewardFn = Callable[..., list[float]]
 """TRL's shape: ``fn(completions, **columns) -> list[float]``."""
+
+EnvFactory = Callable[..., "Environment"]
+"""The one environment factory shape: ``factory(row, **options) -> Environment``."""
 
 LossFn = Callable[..., Any]
 """A token loss: ``fn(logits, labels, segments) -> scalar tensor``; ``segments`` maps a segment
@@ -26,6 +30,10 @@ class TrainJob:
     Rows are plain dicts: SFT rows carry ``messages`` (OpenAI chat, with ``tool_calls`` and
     ``tool`` messages) and ``tools``; RL rows carry ``prompt`` (opening messages) plus any
     columns the rewards or the environment need.
+
+    ``env`` and ``rewards`` are registered names with options (``Ref.named("core.toy-lowercase",
+    {"turns": 2})``), import paths or module-level callables: the verl backend rebuilds them in
+    its workers, so lambdas and closures only work on the in-process backends.
     """
 
     model: ModelConfig
@@ -33,10 +41,22 @@ class TrainJob:
     run: Run
     train_rows: Sequence[Mapping[str, Any]]
     eval_rows: Sequence[Mapping[str, Any]] = ()
-    env_factory: Callable[[Mapping[str, Any]], Environment] | None = None
-    rewards: Sequence[RewardFn] = ()
+    env: Ref | str | EnvFactory | None = None
+    rewards: Sequence[Ref | str | RewardFn] = ()
     reward_weights: Sequence[float] | None = None
     loss: LossFn | None = None
+
+    def env_factory(self) -> EnvFactory | None:
+        """``factory(row) -> Environment`` for this job's ``env`` (None without one)."""
+        from aworld_rl_core.refs import callable_of
+
+        return None if self.env is None else callable_of(self.env, "environments")
+
+    def reward_fns(self) -> list[RewardFn]:
+        """The job's reward functions, resolved."""
+        from aworld_rl_core.refs import callable_of
+
+        return [callable_of(r, "rewards") for r in self.rewards]
 
 
 class Backend(Protocol):

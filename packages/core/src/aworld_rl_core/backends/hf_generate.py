@@ -1,9 +1,14 @@
-"""Batched sampling with a transformers causal LM, in the shape ``rollout.Generate`` expects."""
+"""Batched sampling with a transformers causal LM: the one HF generation path.
+
+The trl backend's rollouts and ``LocalHFClient`` both generate through :class:`HfGenerator`.
+"""
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Any
+
+from aworld_rl_core.engine import Output, Turn
 
 
 class HfGenerator:
@@ -11,7 +16,8 @@ class HfGenerator:
 
     Returns each row's new tokens, cut after the first stop token, and ``None`` for the
     log-probabilities (trainers recompute them; keeping every step's logits over a 150k vocabulary
-    would cost gigabytes). ``temperature=0`` means greedy decoding.
+    would cost gigabytes). ``temperature=0`` means greedy decoding. Stop strings end a row
+    through transformers' ``StopStringCriteria`` (they need the ``tokenizer``).
     """
 
     def __init__(
@@ -22,6 +28,7 @@ class HfGenerator:
         stop_ids: Sequence[int],
         temperature: float = 1.0,
         top_p: float = 1.0,
+        tokenizer: Any = None,
     ) -> None:
         if temperature < 0:
             raise ValueError(f"temperature must be >= 0, got {temperature}")
@@ -32,14 +39,22 @@ class HfGenerator:
         self.stop_ids = list(stop_ids)
         self.temperature = temperature
         self.top_p = top_p
+        self.tokenizer = tokenizer
 
     def __call__(
-        self, prompts: Sequence[Sequence[int]], max_new_tokens: int
-    ) -> list[tuple[list[int], None]]:
+        self,
+        prompts: Sequence[Sequence[int]],
+        max_new_tokens: int,
+        *,
+        stop_strings: Sequence[str] = (),
+        seed: int | None = None,
+    ) -> list[tuple[list[int], list[float] | None]]:
         import torch
 
         if not prompts:
             return []
+        if stop_strings and self.tokenizer is None:
+            raise ValueError("stop strings need HfGenerator(tokenizer=...)")
         device = next(self.model.parameters()).device
         width = max(len(p) for p in prompts)
         input_ids = torch.full((len(prompts), width), self.pad_id, dtype=torch.long)
@@ -48,6 +63,11 @@ class HfGenerator:
             input_ids[row, width - len(prompt) :] = torch.tensor(list(prompt), dtype=torch.long)
             attention[row, width - len(prompt) :] = 1
         sampling = self.temperature > 0
+        extra: dict[str, Any] = {}
+        if stop_strings:
+            extra = {"stop_strings": list(stop_strings), "tokenizer": self.tokenizer}
+        if seed is not None:
+            torch.manual_seed(int(seed))
         was_training = self.model.training
         self.model.eval()
         try:
@@ -64,6 +84,7 @@ class HfGenerator:
                     min_p=None,  # generation_config defaults (Qwen ships top_k/penalties)
                     eos_token_id=self.stop_ids,
                     pad_token_id=self.pad_id,
+                    **extra,
                 )
         finally:
             self.model.train(was_training)
@@ -75,3 +96,20 @@ class HfGenerator:
             if token in self.stop_ids:
                 return ids[: position + 1]
         return ids
+
+
+def generate_turns(generator: Callable[..., Any], turns: Sequence[Turn]) -> list[Output]:
+    """The trl driver's turns through ``generator`` (:class:`HfGenerator`'s call shape): one
+    batched call per set of stop strings; the engine cuts each row to its own cap."""
+    groups: dict[tuple[str, ...], list[int]] = {}
+    for i, turn in enumerate(turns):
+        if turn.max_new_tokens is None or turn.prompt_ids is None:
+            raise ValueError("the trl driver needs token prompts and limits.max_new_tokens")
+        groups.setdefault(turn.stop, []).append(i)
+    outputs: list[Output | None] = [None] * len(turns)
+    for stops, indices in groups.items():
+        cap = max(turns[i].max_new_tokens or 0 for i in indices)
+        rows = generator([turns[i].prompt_ids or [] for i in indices], cap, stop_strings=stops)
+        for i, (ids, _) in zip(indices, rows, strict=True):
+            outputs[i] = Output(ids=ids)
+    return outputs  # type: ignore[return-value]

@@ -1,10 +1,10 @@
 """The ``trl`` backend: TRL's GRPOTrainer with multi-turn rollouts over our environments.
 
-Each completion is one episode played by ``rollout.run_episodes`` through TRL's
-``rollout_func`` hook: model turns are trained on, environment and chat-template tokens are
-masked out of the loss (``env_mask``). Rewards are the job's reward functions (called with the
-episode messages as completions) plus, when the job has an environment, the environment's own
-episode return. Importing this module imports no heavy library.
+Each completion is one episode played by the episode engine (``aworld_rl_core.engine``)
+through TRL's ``rollout_func`` hook: model turns are trained on, environment and chat-template
+tokens are masked out of the loss (``env_mask``). Rewards are the job's reward functions
+(called with the episode messages as completions) plus, when the job has an environment, the
+environment's own episode return. Importing this module imports no heavy library.
 """
 
 from __future__ import annotations
@@ -70,7 +70,7 @@ def check_job(job: TrainJob) -> None:
         )
     if not job.train_rows:
         raise ValueError("the trl backend got no training rows")
-    if not job.rewards and job.env_factory is None:
+    if not job.rewards and job.env is None:
         raise ValueError("the trl backend needs reward functions or an environment (or both)")
     if rl.kl_estimator not in TRL_KL_ESTIMATORS:
         raise ValueError(
@@ -81,14 +81,14 @@ def check_job(job: TrainJob) -> None:
         log.warning(
             "trainer.rl.dual_clip=%s is ignored by the trl backend (verl only)", rl.dual_clip
         )
-    expected = len(job.rewards) + (job.env_factory is not None)
+    expected = len(job.rewards) + (job.env is not None)
     if job.reward_weights is not None and len(job.reward_weights) not in (
         len(job.rewards),
         expected,
     ):
         raise ValueError(
             f"got {len(job.reward_weights)} reward weights for {len(job.rewards)} reward "
-            f"functions{' + the environment return' if job.env_factory else ''}: give one "
+            f"functions{' + the environment return' if job.env is not None else ''}: give one "
             "per reward function (the environment return then weighs 1.0) or one more for it"
         )
     BatchLayout.of(job.trainer.batch_size, rl.group_size, job.trainer.micro_batch_size)
@@ -98,7 +98,7 @@ def _reward_weights(job: TrainJob) -> list[float] | None:
     if job.reward_weights is None:
         return None
     weights = [float(w) for w in job.reward_weights]
-    if job.env_factory is not None and len(weights) == len(job.rewards):
+    if job.env is not None and len(weights) == len(job.rewards):
         weights.append(1.0)
     return weights
 
@@ -156,7 +156,7 @@ class TrlGrpoBackend:
         from transformers import PrinterCallback, set_seed
 
         from aworld_rl_core.backends import trl_trainer as glue
-        from aworld_rl_core.backends.rollout import ChatCodec, RolloutLimits
+        from aworld_rl_core.engine import ChatCodec, Limits
         from aworld_rl_core.testing.tiny import (
             TINY_PREFIX,
             load_model_and_tokenizer,
@@ -173,18 +173,14 @@ class TrlGrpoBackend:
         rows = [*job.train_rows, *job.eval_rows]
         rollout = glue.EpisodeRollout(
             rows,
-            job.env_factory,
+            job.env_factory(),
             ChatCodec(tokenizer),
-            RolloutLimits(
-                max_turns=rl.max_turns,
-                max_new_tokens=rl.max_new_tokens,
-                max_response_tokens=rl.max_response_tokens,
-            ),
+            Limits.of(rl),
             temperature=rl.temperature,
             top_p=rl.top_p,
         )
-        rewards = [glue.EpisodeReward(fn, rows) for fn in job.rewards]
-        if job.env_factory is not None:
+        rewards: list[Any] = [glue.EpisodeReward(fn, rows) for fn in job.reward_fns()]
+        if job.env is not None:
             rewards.append(glue.env_return)
         callback = glue.RunLogCallback(run)
         trainer = glue.EnvGRPOTrainer(

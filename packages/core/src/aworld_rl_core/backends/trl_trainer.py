@@ -6,6 +6,7 @@ inside ``train``.
 
 from __future__ import annotations
 
+import functools
 import time
 import warnings
 from collections.abc import Callable, Mapping, Sequence
@@ -15,8 +16,8 @@ from transformers import TrainerCallback
 from trl import GRPOTrainer
 
 from aworld_rl_core.backends.checkpoints import AtomicCheckpoints
-from aworld_rl_core.backends.hf_generate import HfGenerator
-from aworld_rl_core.backends.rollout import ChatCodec, Episode, RolloutLimits, run_episodes
+from aworld_rl_core.backends.hf_generate import HfGenerator, generate_turns
+from aworld_rl_core.engine import ChatCodec, Episode, Limits, Rollout, run_batched
 from aworld_rl_core.environment import Environment, Message, Step
 
 ROW_INDEX = "row_index"
@@ -30,6 +31,7 @@ class PromptOnlyEnv:
 
     def __init__(self, row: Mapping[str, Any]) -> None:
         prompt = row.get("prompt")
+        self.tools = row.get("tools") or None
         if isinstance(prompt, str):
             prompt = [{"role": "user", "content": prompt}]
         if not prompt:
@@ -39,7 +41,7 @@ class PromptOnlyEnv:
             )
         self.prompt: list[Message] = list(prompt)
 
-    def reset(self, task: Mapping[str, Any] | None = None) -> list[Message]:
+    def reset(self) -> list[Message]:
         return self.prompt
 
     def step(self, model_text: str) -> Step:
@@ -50,10 +52,12 @@ class PromptOnlyEnv:
 
 
 class EpisodeRollout:
-    """TRL ``rollout_func``: plays one episode per completion over our Environment protocol.
+    """TRL ``rollout_func`` (the trl driver of the episode engine): one episode per completion.
 
-    The trainer binds the current batch's rows first (``EnvGRPOTrainer``). Environment and
-    chat-template tokens get ``env_mask`` 0, so TRL leaves them out of the loss.
+    The trainer binds the current batch's rows first (``EnvGRPOTrainer``). Every turn, all
+    active episodes generate in one batched ``generate`` (stop strings through transformers'
+    stopping criteria) and their environments are stepped together. Environment, chat-template
+    and inline tokens get ``env_mask`` 0, so TRL leaves them out of the loss.
     """
 
     def __init__(
@@ -61,7 +65,7 @@ class EpisodeRollout:
         rows: Sequence[Mapping[str, Any]],
         env_factory: Callable[[Mapping[str, Any]], Environment] | None,
         codec: ChatCodec,
-        limits: RolloutLimits,
+        limits: Limits,
         *,
         temperature: float,
         top_p: float,
@@ -84,20 +88,20 @@ class EpisodeRollout:
         rows = self.batch_rows
         if len(rows) != len(prompts):
             raise RuntimeError("EpisodeRollout was not bound to this batch's rows")
-        envs = [self._env(row) for row in rows]
         generator = HfGenerator(
             trainer.accelerator.unwrap_model(trainer.model),
             pad_id=trainer.processing_class.pad_token_id,
             stop_ids=[self.codec.eos_id],
             temperature=self.temperature,
             top_p=self.top_p,
+            tokenizer=trainer.processing_class,
         )
-        tools = [
-            row.get("tools") or getattr(env, "tools", None)
-            for row, env in zip(rows, envs, strict=True)
-        ]
+        envs: list[Environment] = []
         try:
-            episodes = run_episodes(envs, rows, generator, self.codec, self.limits, tools=tools)
+            envs.extend(self._env(row) for row in rows)
+            tools = [row.get("tools") or None for row in rows]
+            rollout = Rollout(envs, self.limits, codec=self.codec, tools=tools)
+            episodes = run_batched(rollout, functools.partial(generate_turns, generator))
         finally:
             for env in envs:
                 env.close()
@@ -107,7 +111,7 @@ class EpisodeRollout:
             "prompt_ids": [e.prompt_ids for e in episodes],
             "completion_ids": [e.completion_ids for e in episodes],
             "logprobs": None if any(lp is None for lp in logprobs) else logprobs,
-            "env_mask": [e.env_mask for e in episodes],
+            "env_mask": [e.loss_mask for e in episodes],
             EPISODE: episodes,
         }
 
@@ -119,7 +123,7 @@ def _log_episode_metrics(trainer: GRPOTrainer, episodes: Sequence[Episode]) -> N
         "episode/env_done", sum(e.done and not e.truncated for e in episodes) / count
     )
     trainer._log_metric("episode/return", sum(e.reward for e in episodes) / count)
-    env_tokens = sum(len(e.env_mask) - sum(e.env_mask) for e in episodes)
+    env_tokens = sum(len(e.loss_mask) - sum(e.loss_mask) for e in episodes)
     trainer._log_metric("episode/env_tokens", env_tokens / count)
 
 
@@ -162,7 +166,7 @@ class EpisodeReward:
         keys = {key for row in rows for key in row} - reserved
         columns = {key: [row.get(key) for row in rows] for key in keys}
         return self.fn(
-            completions=[e.messages for e in episodes],
+            completions=[e.completion for e in episodes],
             prompts=[e.prompt_messages for e in episodes],
             env_return=[e.reward for e in episodes],
             **columns,

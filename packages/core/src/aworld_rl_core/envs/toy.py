@@ -34,18 +34,20 @@ def lowercase_score(text: str) -> float:
 class LowercaseEnv:
     """The lowercase game (see the module docstring); one instance per episode.
 
-    ``reset(task)`` reads ``task["topic"]`` (a default topic when absent). Each ``step`` rewards
-    ``score / turns``, so the episode return is the mean per-turn score, in [0, 1].
+    Built as ``LowercaseEnv(row, turns=2)`` (the factory shape): the row's ``topic`` (a default
+    topic when absent). Each ``step`` rewards ``score / turns``, so the episode return is the mean
+    per-turn score, in [0, 1].
     """
 
-    def __init__(self, turns: int = 2) -> None:
+    def __init__(self, row: Mapping[str, Any] | None = None, *, turns: int = 2) -> None:
         if turns < 1:
             raise ValueError(f"LowercaseEnv needs turns >= 1, got {turns}")
         self.turns = turns
+        self.topic = str((row or {}).get("topic") or TOPICS[0])
         self.scores: list[float] = []
 
-    def reset(self, task: Mapping[str, Any] | None = None) -> list[Message]:
-        topic = str((task or {}).get("topic") or TOPICS[0])
+    def reset(self) -> list[Message]:
+        topic = self.topic
         self.scores = []
         return [
             {"role": "system", "content": INSTRUCTION},
@@ -100,8 +102,3 @@ def toy_tasks(cfg: ToyTasksConfig | None = None) -> list[dict[str, Any]]:
         raise ValueError(f"num_tasks must be >= 1, got {cfg.num_tasks}")
     rng = random.Random(cfg.seed)
     return [{"topic": rng.choice(TOPICS)} for _ in range(cfg.num_tasks)]
-
-
-def lowercase_env_for_row(row: Mapping[str, Any], *, turns: int = 2) -> LowercaseEnv:
-    """Environment factory for a task row (module level, so verl's workers can rebuild it)."""
-    return LowercaseEnv(turns)

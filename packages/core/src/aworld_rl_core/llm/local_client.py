@@ -10,6 +10,8 @@ from aworld_rl_core.llm.cache import canonical_json
 from aworld_rl_core.llm.types import Completion, Message
 
 TEMPLATE_KEY = "chat_template_kwargs"
+SAMPLING_KEYS = frozenset({"temperature", "top_p", "max_tokens", "stop", "seed", "n"})
+CONTINUE_KEYS = ("continue_final_message", "add_generation_prompt")
 
 
 class LocalHFClient(BaseLLMClient):
@@ -18,9 +20,12 @@ class LocalHFClient(BaseLLMClient):
     Calls that arrive while the model is busy are queued; each ``generate`` takes up to
     ``max_batch_size`` queued calls with the same sampling parameters (left padding), so
     concurrent agents share batches. ``generate`` runs in a worker thread, keeping the event
-    loop responsive. Sampling follows the OpenAI names: ``temperature`` (0 = greedy), ``top_p``,
-    ``max_tokens``, ``stop`` (strings, cut after decoding), ``seed``; ``chat_template_kwargs``
-    goes to the chat template (e.g. ``{"enable_thinking": False}``). Tool calls are left in
+    loop responsive. Generation goes through the trl backend's ``HfGenerator`` (one HF
+    generation path). Sampling follows the OpenAI names: ``temperature`` (0 = greedy),
+    ``top_p``, ``max_tokens``, ``stop`` (strings: generation stops there; the text ends before
+    the stop string, which ``Completion.stop_reason`` names, as vLLM does), ``seed``;
+    ``chat_template_kwargs`` goes to the chat template (e.g. ``{"enable_thinking": False}``), as
+    do vLLM's ``continue_final_message`` / ``add_generation_prompt``. Tool calls are left in
     ``text`` (parse them with ``aworld_rl_core.tooluse``).
     """
 
@@ -63,7 +68,8 @@ class LocalHFClient(BaseLLMClient):
         from aworld_rl_core.testing.tiny import load_model_and_tokenizer
 
         try:
-            model, tokenizer = load_model_and_tokenizer(ModelConfig(name_or_path=path, dtype=dtype))
+            config = ModelConfig(name_or_path=path, dtype=dtype)  # type: ignore[arg-type]
+            model, tokenizer = load_model_and_tokenizer(config)
         except OSError as err:
             raise OSError(
                 f"cannot load a local model from {path!r} ({err}); provider=local needs a model "
@@ -76,12 +82,12 @@ class LocalHFClient(BaseLLMClient):
         self, messages: list[Message], tools: list[dict[str, Any]] | None, sampling: dict[str, Any]
     ) -> Completion:
         template_kwargs = dict(sampling.pop(TEMPLATE_KEY, None) or {})
+        template_kwargs.setdefault("add_generation_prompt", True)
+        for key in CONTINUE_KEYS:  # vLLM's names for continuing an open assistant message
+            if key in sampling:
+                template_kwargs[key] = bool(sampling.pop(key))
         prompt = self.tokenizer.apply_chat_template(
-            messages,
-            tools=tools or None,
-            add_generation_prompt=True,
-            tokenize=False,
-            **template_kwargs,
+            messages, tools=tools or None, tokenize=False, **template_kwargs
         )
         state = self._loop_state()
         queue: list[tuple[str, str, dict[str, Any], asyncio.Future[Completion]]] = state.setdefault(
@@ -122,67 +128,63 @@ class LocalHFClient(BaseLLMClient):
 
     def _generate(self, prompts: list[str], sampling: dict[str, Any]) -> list[Completion]:
         """One batched ``generate`` over rendered prompts (runs in a worker thread)."""
-        import torch
+        from aworld_rl_core.backends.hf_generate import HfGenerator
 
-        unknown = set(sampling) - {"temperature", "top_p", "max_tokens", "stop", "seed", "n"}
+        unknown = set(sampling) - SAMPLING_KEYS
         if unknown:
             raise ValueError(f"LocalHFClient does not support sampling params {sorted(unknown)}")
         if sampling.get("n", 1) != 1:
             raise ValueError("LocalHFClient returns one completion per call: drop n or set n=1")
         self.batch_sizes.append(len(prompts))
         tok = self.tokenizer
-        side, tok.padding_side = tok.padding_side, "left"
-        try:
-            enc = tok(prompts, return_tensors="pt", padding=True, add_special_tokens=False)
-        finally:
-            tok.padding_side = side
-        enc = enc.to(next(self.hf_model.parameters()).device)
+        encoded = [tok.encode(p, add_special_tokens=False) for p in prompts]
         temperature = float(sampling.get("temperature", 1.0))
         max_new = int(sampling.get("max_tokens", 256))
-        kwargs: dict[str, Any] = {
-            "max_new_tokens": max_new,
-            "do_sample": temperature > 0,
-            "pad_token_id": tok.pad_token_id,
-            "eos_token_id": self._eos or None,
-        }
-        if temperature > 0:
-            kwargs.update(temperature=temperature, top_p=float(sampling.get("top_p", 1.0)), top_k=0)
-        else:
-            kwargs.update(temperature=None, top_p=None, top_k=None)
-        if sampling.get("seed") is not None:
-            torch.manual_seed(int(sampling["seed"]))
-        with torch.inference_mode():
-            out = self.hf_model.generate(**enc, **kwargs)
-        new_tokens = out[:, enc["input_ids"].shape[1] :].tolist()
-        prompt_lens = enc["attention_mask"].sum(dim=1).tolist()
         stops = sampling.get("stop") or []
-        stops = [stops] if isinstance(stops, str) else list(stops)
+        stops = [stops] if isinstance(stops, str) else [s for s in stops if s]
+        generator = HfGenerator(
+            self.hf_model,
+            pad_id=tok.pad_token_id,
+            stop_ids=self._eos,
+            temperature=temperature,
+            top_p=float(sampling.get("top_p", 1.0)),
+            tokenizer=tok,
+        )
+        rows = generator(encoded, max_new, stop_strings=stops, seed=sampling.get("seed"))
         return [
-            self._completion(ids, int(n_prompt), max_new, stops)
-            for ids, n_prompt in zip(new_tokens, prompt_lens, strict=True)
+            self._completion(ids, len(prompt), max_new, stops)
+            for (ids, _), prompt in zip(rows, encoded, strict=True)
         ]
 
     def _completion(
         self, ids: list[int], n_prompt: int, max_new: int, stops: list[str]
     ) -> Completion:
-        finish = "length"
-        for i, token in enumerate(ids):
-            if token in self._eos:
-                ids, finish = ids[: i + 1], "stop"
-                break
+        finish, stop_reason = "length", None
+        if ids and ids[-1] in self._eos:
+            finish = "stop"
         text = self.tokenizer.decode(ids, skip_special_tokens=True)
-        cuts = [text.find(s) for s in stops if s and s in text]
+        cuts = sorted((text.find(s), s) for s in stops if s in text)
         if cuts:
-            text, finish = text[: min(cuts)], "stop"
+            start, stop_reason = cuts[0]
+            text, finish = text[:start], "stop"
+            ids = ids[: self._tokens_through(ids, stop_reason)]
         if finish == "length" and len(ids) < max_new:
             finish = "stop"
         return Completion(
             text=text,
             model=self.model,
             finish_reason=finish,
+            stop_reason=stop_reason,
             usage={
                 "prompt_tokens": n_prompt,
                 "completion_tokens": len(ids),
                 "total_tokens": n_prompt + len(ids),
             },
         )
+
+    def _tokens_through(self, ids: list[int], stop: str) -> int:
+        """How many leading tokens it takes to produce ``stop`` (pads after it do not count)."""
+        for n in range(1, len(ids) + 1):
+            if stop in self.tokenizer.decode(ids[:n], skip_special_tokens=True):
+                return n
+        return len(ids)

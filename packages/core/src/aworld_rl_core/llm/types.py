@@ -14,12 +14,14 @@ class Completion:
 
     ``text`` is the message content ("" when the model only called tools); ``tool_calls`` holds
     OpenAI-style tool calls when the server parsed them; ``reasoning`` holds a separate reasoning
-    channel when the server returns one (vLLM / SGLang ``reasoning_content``).
+    channel when the server returns one (vLLM / SGLang ``reasoning_content``); ``stop_reason``
+    is the stop string that ended ``text`` (vLLM's field; the text does not include it).
     """
 
     text: str
     model: str = ""
     finish_reason: str | None = None
+    stop_reason: str | None = None
     tool_calls: list[dict[str, Any]] | None = None
     reasoning: str | None = None
     usage: dict[str, int] = field(default_factory=dict)
@@ -45,6 +47,7 @@ class Completion:
             text=data["text"],
             model=data.get("model", ""),
             finish_reason=data.get("finish_reason"),
+            stop_reason=data.get("stop_reason"),
             tool_calls=data.get("tool_calls"),
             reasoning=data.get("reasoning"),
             usage=dict(data.get("usage") or {}),

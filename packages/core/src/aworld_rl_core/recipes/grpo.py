@@ -8,7 +8,6 @@ reward of the first and the last logged step.
 
 from __future__ import annotations
 
-import functools
 import json
 from dataclasses import dataclass, replace
 from typing import Any
@@ -16,12 +15,8 @@ from typing import Any
 from aworld_rl_core.backends.base import TrainJob
 from aworld_rl_core.backends.config import ModelConfig, RLConfig, TrainerConfig
 from aworld_rl_core.config import option
-from aworld_rl_core.envs.toy import (
-    LowercaseEnv,
-    ToyTasksConfig,
-    lowercase_env_for_row,
-    toy_tasks,
-)
+from aworld_rl_core.envs.toy import LowercaseEnv, ToyTasksConfig, toy_tasks
+from aworld_rl_core.refs import Ref
 from aworld_rl_core.runs import Run, RunResult
 from aworld_rl_core.tracking import TrackingConfig
 
@@ -80,13 +75,15 @@ def build_job(cfg: GrpoRecipeConfig, run: Run) -> TrainJob:
     """The backend job: toy task rows, one LowercaseEnv per episode, the named rewards."""
     from aworld_rl_core.registry import get_reward
 
+    for name in cfg.reward.names:
+        get_reward(name)  # an unknown name fails now, with the known ones listed
     if cfg.reward.weights and len(cfg.reward.weights) != len(cfg.reward.names):
         raise ValueError(
             f"reward.weights has {len(cfg.reward.weights)} values for "
             f"{len(cfg.reward.names)} reward.names: give one per name or none"
         )
     turns = cfg.env.turns
-    LowercaseEnv(turns)  # fail now, not inside the first rollout, on a bad env.turns
+    LowercaseEnv(turns=turns)  # fail now, not inside the first rollout, on a bad env.turns
     eval_rows: list[dict[str, Any]] = []
     if cfg.data.eval_tasks > 0:
         held_out = replace(cfg.data, num_tasks=cfg.data.eval_tasks, seed=cfg.data.seed + 1)
@@ -97,8 +94,8 @@ def build_job(cfg: GrpoRecipeConfig, run: Run) -> TrainJob:
         run=run,
         train_rows=toy_tasks(cfg.data),
         eval_rows=eval_rows,
-        env_factory=functools.partial(lowercase_env_for_row, turns=turns),
-        rewards=[get_reward(name) for name in cfg.reward.names],
+        env=Ref.named("core.toy-lowercase", {"turns": turns}),
+        rewards=[Ref(name) for name in cfg.reward.names],
         reward_weights=list(cfg.reward.weights) if cfg.reward.weights else None,
     )
 

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import functools
 from dataclasses import dataclass
 from typing import Any, Literal
 
@@ -40,7 +39,7 @@ class EnvConfig:
     def options(
         self, *, reward: str, augmentation: bool, prompt_style: str, max_steps: int | None = None
     ) -> dict[str, Any]:
-        """JSON-able keyword options of ``env_from_row`` for one stage."""
+        """JSON options of the ``envtuning.bfcl`` environment for one stage."""
         return {
             "augmentation": augmentation,
             "max_steps_per_turn": max_steps or self.max_steps_per_turn,
@@ -57,10 +56,11 @@ class EnvConfig:
             "think_tag": self.think_tag,
         }
 
-    def factory(self, **stage: Any) -> functools.partial:
-        from aworld_rl_envtuning.env import env_from_row
+    def factory(self, **stage: Any) -> Any:
+        """The stage's environment by registered name: ``Ref("envtuning.bfcl", options)``."""
+        from aworld_rl_core.refs import Ref
 
-        return functools.partial(env_from_row, **self.options(**stage))
+        return Ref.named("envtuning.bfcl", self.options(**stage))
 
 
 @dataclass(frozen=True, kw_only=True)

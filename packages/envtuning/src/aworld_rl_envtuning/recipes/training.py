@@ -130,7 +130,7 @@ def run_stage(
                 trainer=_round_trainer(trainer, stage, index, r),
                 run=sub,
                 train_rows=rows,
-                env_factory=factory,
+                env=factory,
             )
             result = backend.train(job)
         finally:

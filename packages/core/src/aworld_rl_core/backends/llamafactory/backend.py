@@ -95,7 +95,7 @@ class _Inputs:
 
 
 def _check_job(job: TrainJob) -> None:
-    if job.env_factory is not None or job.rewards:
+    if job.env is not None or job.rewards:
         raise LlamaFactoryError(
             "the llamafactory backend does supervised fine-tuning only: use "
             "trainer.backend=trl or verl for environment / reward (RL) training"

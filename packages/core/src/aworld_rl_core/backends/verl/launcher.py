@@ -24,8 +24,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from aworld_rl_core.backends.verl.specs import SPEC_KEY, EpisodeSpec, Ref, reward_refs, to_jsonable
+from aworld_rl_core.backends.verl.specs import SPEC_KEY, EpisodeSpec, reward_refs
 from aworld_rl_core.errors import ConfigError
+from aworld_rl_core.refs import Ref, to_jsonable
 
 if TYPE_CHECKING:
     from aworld_rl_core.backends.base import TrainJob
@@ -67,12 +68,12 @@ def _is_number(text: str) -> bool:
 
 def episode_specs(job: TrainJob, rows: Sequence[Mapping[str, Any]]) -> list[EpisodeSpec]:
     """The spec each row carries to the verl workers (references resolved once per job)."""
-    env = Ref.of(job.env_factory, "environment factory") if job.env_factory else None
+    env = Ref.of(job.env, "environment factory") if job.env is not None else None
     rewards = reward_refs(job.rewards)
     weights = tuple(float(w) for w in job.reward_weights) if job.reward_weights else ()
     if env is None and not rewards:
         raise ConfigError(
-            "the verl backend needs a reward: give the TrainJob an env_factory (episode reward) "
+            "the verl backend needs a reward: give the TrainJob an env (episode reward) "
             "or reward functions"
         )
     max_new_tokens = job.trainer.rl.max_new_tokens
@@ -141,11 +142,12 @@ def write_parquet(rows: Sequence[Mapping[str, Any]], path: Path) -> Path:
 
 def with_prompt(job: TrainJob, row: Mapping[str, Any]) -> Mapping[str, Any]:
     """The row, with the environment's opening messages as its prompt when it has none."""
-    if "prompt" in row or job.env_factory is None:
+    factory = job.env_factory()
+    if "prompt" in row or factory is None:
         return row
-    env = job.env_factory(row)
+    env = factory(row)
     try:
-        return {**row, "prompt": env.reset(row)}
+        return {**row, "prompt": env.reset()}
     finally:
         env.close()
 
@@ -340,7 +342,7 @@ def plan_launch(job: TrainJob, run_dir: Path, checkpoint_dir: Path, *, resume: b
         job.trainer,
         paths,
         n_rows=len(job.train_rows),
-        uses_env=job.env_factory is not None,
+        uses_env=job.env is not None,
         resume=resume,
     )
     main = ["-m", "verl.trainer.main_ppo", *overrides]

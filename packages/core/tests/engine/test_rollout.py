@@ -1,13 +1,23 @@
-"""Multi-turn rollouts at the token level (scripted generation, no model) and the toy game."""
+"""The episode engine at the token level (scripted generation, no model) and the toy game."""
 
 from __future__ import annotations
+
+import functools
 
 import pytest
 from scripted_generation import ScriptedGenerator
 
-from aworld_rl_core.backends.rollout import ChatCodec, RolloutLimits, run_episodes
+from aworld_rl_core.backends.hf_generate import generate_turns
+from aworld_rl_core.engine import ChatCodec, Limits, Rollout, run_batched
 from aworld_rl_core.environment import Step
 from aworld_rl_core.envs.toy import LowercaseEnv, lowercase_reward, lowercase_score, toy_tasks
+from aworld_rl_core.testing.contracts import heavy_modules_after
+
+
+def run_episodes(envs, generate, codec, limits, *, batch_size=None):
+    """The trl driver's loop with a scripted generator."""
+    rollout = Rollout(envs, limits, codec=codec)
+    return run_batched(rollout, functools.partial(generate_turns, generate), batch_size=batch_size)
 
 
 @pytest.fixture(scope="module")
@@ -39,18 +49,18 @@ def test_codec_decodes_model_text_keeping_tool_tags(codec):
 def test_two_turn_episode_tokens_and_env_mask(codec):
     tok = codec.tokenizer
     gen = ScriptedGenerator(codec, ["hello there", "Bye"])
-    limits = RolloutLimits(max_turns=4, max_new_tokens=16, max_response_tokens=256)
-    [episode] = run_episodes([LowercaseEnv(turns=2)], [{"topic": "rain"}], gen, codec, limits)
+    limits = Limits(max_turns=4, max_new_tokens=16, max_response_tokens=256)
+    [episode] = run_episodes([LowercaseEnv({"topic": "rain"}, turns=2)], gen, codec, limits)
 
     first, second = gen.ids
     feedback = codec.observation_ids([{"role": "user", "content": "Score 1.00. Again."}])
     assert episode.completion_ids == first + feedback + second
-    assert episode.env_mask == [1] * len(first) + [0] * len(feedback) + [1] * len(second)
+    assert episode.loss_mask == [1] * len(first) + [0] * len(feedback) + [1] * len(second)
     assert tok.decode(episode.prompt_ids).endswith(
         "Say something about rain.<|im_end|>\n<|im_start|>assistant\n"
     )
-    assert [m["role"] for m in episode.messages] == ["assistant", "user", "assistant"]
-    assert episode.messages[2]["content"] == "Bye"
+    assert [m["role"] for m in episode.completion] == ["assistant", "user", "assistant"]
+    assert episode.completion[2]["content"] == "Bye"
     assert episode.reward == pytest.approx((1.0 + 2 / 3) / 2)  # "Bye": 2 of 3 chars lowercase
     assert (episode.turns, episode.done, episode.truncated) == (2, True, False)
     assert episode.logprobs is None  # the scripted generator reports none
@@ -58,8 +68,8 @@ def test_two_turn_episode_tokens_and_env_mask(codec):
 
 def test_cut_off_turn_is_closed_with_a_masked_eos(codec):
     gen = ScriptedGenerator(codec, ["abc def ghi", "x"], close=False)
-    limits = RolloutLimits(max_turns=2, max_new_tokens=2, max_response_tokens=256)
-    [episode] = run_episodes([LowercaseEnv(turns=2)], [None], gen, codec, limits)
+    limits = Limits(max_turns=2, max_new_tokens=2, max_response_tokens=256)
+    [episode] = run_episodes([LowercaseEnv(turns=2)], gen, codec, limits)
 
     first = gen.ids[0][:2]  # the turn budget cuts the reply after 2 tokens
     feedback = codec.observation_ids(
@@ -67,20 +77,20 @@ def test_cut_off_turn_is_closed_with_a_masked_eos(codec):
     )
     n = len(first)
     assert episode.completion_ids[: n + 1 + len(feedback)] == [*first, codec.eos_id, *feedback]
-    assert episode.env_mask[: n + 1 + len(feedback)] == [1] * n + [0] * (1 + len(feedback))
+    assert episode.loss_mask[: n + 1 + len(feedback)] == [1] * n + [0] * (1 + len(feedback))
 
 
 def test_batched_and_sequential_rollouts_agree(codec):
-    limits = RolloutLimits(max_turns=3, max_new_tokens=8, max_response_tokens=256)
+    limits = Limits(max_turns=3, max_new_tokens=8, max_response_tokens=256)
     tasks = toy_tasks()[:3]
     batched = ScriptedGenerator(codec, ["one", "two", "three"])
     sequential = ScriptedGenerator(codec, ["one", "two", "three"])
-    a = run_episodes([LowercaseEnv(3) for _ in tasks], tasks, batched, codec, limits)
+    a = run_episodes([LowercaseEnv(t, turns=3) for t in tasks], batched, codec, limits)
     b = run_episodes(
-        [LowercaseEnv(3) for _ in tasks], tasks, sequential, codec, limits, batch_size=1
+        [LowercaseEnv(t, turns=3) for t in tasks], sequential, codec, limits, batch_size=1
     )
     assert [e.completion_ids for e in a] == [e.completion_ids for e in b]
-    assert [e.env_mask for e in a] == [e.env_mask for e in b]
+    assert [e.loss_mask for e in a] == [e.loss_mask for e in b]
     assert [size for size, _ in batched.calls] == [3, 3, 3]  # one call per turn
     assert [size for size, _ in sequential.calls] == [1] * 9  # one call per episode turn
 
@@ -88,15 +98,15 @@ def test_batched_and_sequential_rollouts_agree(codec):
 def test_response_budget_ends_the_episode(codec):
     gen = ScriptedGenerator(codec, ["alpha beta", "gamma delta", "x"])
     first_turn = len(gen.ids[0])
-    limits = RolloutLimits(max_turns=3, max_new_tokens=16, max_response_tokens=first_turn + 3)
-    [episode] = run_episodes([LowercaseEnv(turns=3)], [None], gen, codec, limits)
+    limits = Limits(max_turns=3, max_new_tokens=16, max_response_tokens=first_turn + 3)
+    [episode] = run_episodes([LowercaseEnv(turns=3)], gen, codec, limits)
     # the feedback does not fit in the 3 tokens left: the episode stops after the first turn
     assert episode.completion_ids == gen.ids[0]
     assert (episode.turns, episode.truncated) == (1, True)
 
 
 class _SilentEnv:
-    def reset(self, task=None):
+    def reset(self):
         return [{"role": "user", "content": "go"}]
 
     def step(self, model_text):
@@ -109,14 +119,14 @@ class _SilentEnv:
 def test_unfinished_step_without_observation_is_an_error(codec):
     gen = ScriptedGenerator(codec, ["a", "b"])
     with pytest.raises(ValueError, match="no observation"):
-        run_episodes([_SilentEnv()], [None], gen, codec, RolloutLimits(max_turns=2))
+        run_episodes([_SilentEnv()], gen, codec, Limits(max_turns=2, max_new_tokens=8))
 
 
 def test_lowercase_game_scores_and_rewards():
     assert lowercase_score("ab C1") == pytest.approx(3 / 5)
     assert lowercase_score("") == 0.0
-    env = LowercaseEnv(turns=2)
-    opening = env.reset({"topic": "bread"})
+    env = LowercaseEnv({"topic": "bread"}, turns=2)
+    opening = env.reset()
     assert opening[-1] == {"role": "user", "content": "Say something about bread."}
     first = env.step("Hi there")  # 7 of 8 characters
     assert first.reward == pytest.approx(7 / 8 / 2)
@@ -138,15 +148,9 @@ def test_toy_tasks_are_deterministic():
 
 
 def test_backend_recipe_and_toy_modules_import_nothing_heavy():
-    import subprocess
-    import sys
-
     code = (
-        "import sys\n"
-        "import aworld_rl_core.backends.trl_grpo, aworld_rl_core.backends.rollout\n"
+        "import aworld_rl_core.backends.trl_grpo, aworld_rl_core.engine\n"
         "import aworld_rl_core.backends.hf_generate, aworld_rl_core.envs.toy\n"
         "import aworld_rl_core.recipes.grpo\n"
-        "print(sorted(m for m in ('torch', 'transformers', 'trl', 'datasets') if m in sys.modules))"
     )
-    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
-    assert out.stdout.strip() == "[]"
+    assert heavy_modules_after(code, ("torch", "transformers", "trl", "datasets")) == []
