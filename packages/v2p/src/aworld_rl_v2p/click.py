@@ -37,7 +37,8 @@ def grab_screen() -> Any:
 
 
 def screen_size() -> tuple[int, int]:
-    return tuple(_pyautogui().size())  # type: ignore[return-value]
+    width, height = _pyautogui().size()
+    return int(width), int(height)
 
 
 def click_instruction(

@@ -50,8 +50,10 @@ def save_v2p(model: Any, tokenizer: Any, image_processor: Any, path: Path) -> Pa
 def _core_tiny(name: str) -> tuple[Any, Any, Any]:
     if name != TINY:
         raise ValueError(f"unknown tiny model {name!r}: V2P needs {TINY}")
+    import importlib
+
     try:
-        from aworld_rl_core import models  # the core models seam
+        models = importlib.import_module("aworld_rl_core.models")  # the core models seam
     except ImportError:
         raise ImportError(
             f"{TINY} comes from aworld_rl_core.models, which this aworld-rl-core does not have "

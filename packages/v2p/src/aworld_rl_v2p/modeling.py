@@ -109,7 +109,7 @@ class V2PForConditionalGeneration(Qwen2_5_VLForConditionalGeneration):
         patches, grids, cursor = [], [], 0
         for i, count in enumerate(counts):
             if count and cursor < len(per_image) and per_image[cursor].shape[0] == count:
-                _, h, w = (int(v) for v in image_grid_thw[cursor])
+                _t, h, w = (int(v) for v in image_grid_thw[cursor])
                 patches.append(per_image[cursor])
                 grids.append((h // merge, w // merge))
                 cursor += 1
