@@ -57,7 +57,7 @@ def main() -> None:
     args = parser.parse_args()
 
     from aworld_rl_core.backends.config import ModelConfig
-    from aworld_rl_core.testing.tiny import load_model_and_tokenizer
+    from aworld_rl_core.models import load_model_and_tokenizer
 
     model, tokenizer = load_model_and_tokenizer(ModelConfig(name_or_path=args.model))
     shape = (args.episodes, args.turns, args.max_new_tokens)

@@ -21,10 +21,10 @@ from aworld_rl_core.backends.sft_data import (  # noqa: E402
     shifted_segments,
 )
 from aworld_rl_core.errors import AworldError  # noqa: E402
+from aworld_rl_core.models import tiny_tokenizer  # noqa: E402
 from aworld_rl_core.records import RecordError  # noqa: E402
 from aworld_rl_core.runs import Run  # noqa: E402
 from aworld_rl_core.testing.contracts import BackendContract  # noqa: E402
-from aworld_rl_core.testing.tiny import tiny_tokenizer  # noqa: E402
 
 IM_START, IM_END, THINK, END_THINK = 151644, 151645, 151667, 151668
 SHORT = {

@@ -251,7 +251,7 @@ def tiny_model_path(tmp_path_factory):
     """A tiny random Qwen3 with its tokenizer on disk (verl's workers load the model config)."""
     with pytest.MonkeyPatch.context() as mp:
         mp.setenv("AWORLD_RL_HOME", str(tmp_path_factory.mktemp("aworld_home")))
-        from aworld_rl_core.testing.tiny import tiny_model_dir
+        from aworld_rl_core.models import tiny_model_dir
 
         return tiny_model_dir("qwen3")
 

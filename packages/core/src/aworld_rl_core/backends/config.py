@@ -17,8 +17,8 @@ class ModelConfig:
     name_or_path: str = option(
         "tiny:qwen3",
         help=(
-            "HF model id or local path; 'tiny:qwen3' / 'tiny:qwen2' build a tiny random model "
-            "(offline, for CPU runs and tests)"
+            "HF model id or local path; 'tiny:qwen3' / 'tiny:qwen2' / 'tiny:qwen2_5_vl' build a "
+            "tiny random model (offline, for CPU runs and tests)"
         ),
     )
     tokenizer: str | None = option(

@@ -40,8 +40,8 @@ class HfSftBackend:
     def train(self, job: TrainJob) -> Any:
         from transformers import set_seed
 
+        from aworld_rl_core.models import load_model_and_tokenizer
         from aworld_rl_core.runs import RunResult
-        from aworld_rl_core.testing.tiny import load_model_and_tokenizer
 
         trainer_cfg = job.trainer
         _check_batch_sizes(trainer_cfg)
