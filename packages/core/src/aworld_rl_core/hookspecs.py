@@ -61,12 +61,24 @@ def register_rewards(register: Register) -> None:
 
 
 @hookspec
-def register_trainers(register: Register) -> None:
-    """Register training backends and losses: ``register(name, target, help=...)``.
+def register_losses(register: Register) -> None:
+    """Register losses: ``register(name, target, kind="token" | "model", help=...)``.
 
-    Core registers the backends ``trl``, ``hf-sft``, ``verl`` and ``llamafactory`` (classes with
-    ``name`` and ``train(job) -> RunResult``); packages register token losses
-    (``fn(logits, labels, segments)``) under ``<package>.<loss>``.
+    ``kind="token"``: ``fn(logits, labels, segments) -> scalar tensor``, ``logits[:, t]``
+    predicting ``labels[:, t]`` (-100 = ignore), ``segments`` a name -> bool mask mapping
+    (``think``, ``call``, ...). ``kind="model"``: ``compute_loss(model, batch) -> (loss,
+    metrics)``. A class target is built with the recipe's options (``Cls(**options)``, e.g. an
+    ``nn.Module`` with learnable weights); a function gets them as keyword arguments. Recipes
+    select one with ``trainer.loss=<name>`` (+ ``trainer.loss_options``).
+    """
+
+
+@hookspec
+def register_trainers(register: Register) -> None:
+    """Register training backends: ``register(name, target, help=...)``.
+
+    Core registers ``trl``, ``hf-sft``, ``verl`` and ``llamafactory`` (classes with ``name``
+    and ``train(job) -> RunResult``).
     """
 
 
