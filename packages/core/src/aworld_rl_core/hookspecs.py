@@ -38,7 +38,10 @@ class RegisterRecipe(Protocol):
 def register_datasets(register: Register) -> None:
     """Register dataset builders: ``register(name, builder, help=...)``.
 
-    ``builder(**options)`` returns an iterable of core records (``aworld_rl_core.records``).
+    ``builder(**options) -> Iterable[Mapping]``: rows, each a core record (``messages``,
+    ``tools``, ... as ``aworld_rl_core.records.ToolUseRecord`` or its dict) or an RL row (a
+    ``prompt`` and the columns the environment and rewards read), JSON-serialisable;
+    ``options`` are the recipe's JSON options. Checked by ``testing.contracts.DatasetContract``.
     """
 
 
@@ -55,8 +58,12 @@ def register_environments(register: Register) -> None:
 def register_rewards(register: Register) -> None:
     """Register reward functions: ``register(name, fn, help=...)``.
 
-    ``fn(completions, **columns) -> list[float]`` (TRL's shape); adapters make verl's
-    ``compute_score`` from it.
+    ``fn(completions, **columns) -> list[float]`` (TRL's shape): one float per completion, where
+    each completion is the episode's messages after the prompt (assistant turns and
+    observations; a single-turn row gives ``[{"role": "assistant", "content": text}]``) and
+    ``columns`` are the rows' other columns as lists, plus ``prompts`` (the opening messages) and
+    ``env_return`` (the summed step rewards). The same function runs under trl and verl (core's
+    adapters). Checked by ``testing.contracts.RewardContract``.
     """
 
 

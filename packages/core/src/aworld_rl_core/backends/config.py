@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Literal
+from typing import Any, Literal
 
 from aworld_rl_core.backends.llamafactory.config import LlamaFactoryConfig
 from aworld_rl_core.backends.verl.config import VerlConfig
@@ -88,6 +88,14 @@ class TrainerConfig:
     save_steps: int = option(0, help="checkpoint every N steps; 0 = at the end", ge=0)
     logging_steps: int = option(1, help="log metrics every N steps", ge=1)
     resume: bool = option(False, help="resume from the latest checkpoint in the run directory")
+    loss: str | None = option(
+        None,
+        help="SFT backends: a registered loss (e.g. funreason.srml; aworld-run plugins lists "
+        "them) or module:attr; null = the recipe's loss or the backend's cross-entropy",
+    )
+    loss_options: dict[str, Any] = option(
+        factory=dict, help="options of trainer.loss (e.g. {alpha: 0.7})"
+    )
     rl: RLConfig = option(factory=RLConfig, help="RL (GRPO) settings")
     sft: SFTConfig = option(factory=SFTConfig, help="SFT settings")
     verl: VerlConfig = option(factory=VerlConfig, help="verl launch settings")

@@ -17,9 +17,10 @@ from typing import Any
 
 from aworld_rl_core.backends.base import TrainJob
 from aworld_rl_core.backends.checkpoints import checkpoints, latest_checkpoint
-from aworld_rl_core.backends.loss_hooks import TokenLossMixin
+from aworld_rl_core.backends.loss_hooks import TokenLossMixin, loss_alpha
 from aworld_rl_core.backends.sft_data import SftCollator, build_samples, shifted_segments
 from aworld_rl_core.errors import AworldError
+from aworld_rl_core.losses import token_loss
 
 logger = logging.getLogger(__name__)
 LOSS_STATE_FILE = "loss_state.pt"
@@ -70,6 +71,9 @@ class HfSftBackend:
         losses = [e["loss"] for e in trainer.state.log_history if "loss" in e]
         if losses:
             metrics["final_loss"] = float(losses[-1])
+        alpha = loss_alpha(trainer.token_loss)
+        if alpha is not None:
+            metrics["loss_alpha"] = alpha
         if evals:
             metrics["eval_loss"] = float(trainer.evaluate()["eval_loss"])
         model_dir = job.run.dir / "model"
@@ -183,5 +187,5 @@ def _make_trainer(job: TrainJob, model: Any, tokenizer: Any, train: list, evals:
         callbacks=[RunLogCallback()],
     )
     trainer.remove_callback(PrinterCallback)  # metrics go to run.log, not stdout
-    trainer.use_token_loss(job.loss)
+    trainer.use_token_loss(token_loss(job, "hf-sft"))
     return trainer

@@ -63,10 +63,10 @@ class BatchLayout:
 def check_job(job: TrainJob) -> None:
     """Reject what this backend cannot do, with the fix in the message."""
     rl = job.trainer.rl
-    if job.loss is not None:
+    if job.loss is not None or job.trainer.loss:
         raise ValueError(
             "the trl backend trains with the GRPO policy loss and takes no token loss "
-            "(job.loss): use trainer.backend=hf-sft for SFT losses"
+            "(job.loss / trainer.loss): use trainer.backend=hf-sft for SFT losses"
         )
     if not job.train_rows:
         raise ValueError("the trl backend got no training rows")
