@@ -18,7 +18,7 @@ import time
 from pathlib import Path
 
 from aworld_rl_core.llm import JsonlSink, OpenAIClient, run_jobs
-from aworld_rl_core.testing.llm_server import ScriptedLLMServer
+from aworld_rl_core.llm.scripted_server import ScriptedLLMServer
 
 LATENCY_S = 0.1
 

@@ -16,6 +16,7 @@ def test_show_config_prints_resolved_config(demo_registry, capsys):
         "tags": [],
         "limit": None,
         "interrupt_at": -1,
+        "sleep_at": -1,
         "optim": {"lr": 0.5, "schedule": "cosine"},
     }
 

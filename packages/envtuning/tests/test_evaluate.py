@@ -5,7 +5,7 @@ import json
 import pytest
 
 from aworld_rl_core.llm import OpenAIClient
-from aworld_rl_core.testing.llm_server import ScriptedLLMServer
+from aworld_rl_core.llm.scripted_server import ScriptedLLMServer
 from aworld_rl_core.tooluse.bfcl import load_category
 from aworld_rl_envtuning.evaluate import (
     accuracy_table,
@@ -99,7 +99,7 @@ def test_result_files_agree_with_bfcl_evals_own_checker(tmp_path):
 
 def test_a_failing_endpoint_fails_its_entries_only(entries):
     from aworld_rl_core.llm import RetryPolicy
-    from aworld_rl_core.testing.llm_server import Fault
+    from aworld_rl_core.llm.scripted_server import Fault
     from aworld_rl_envtuning.env import EnvTuningEnv
 
     good = oracle(entries)

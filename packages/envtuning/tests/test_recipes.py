@@ -7,9 +7,9 @@ import yaml
 
 from aworld_rl_core import registry
 from aworld_rl_core.config import load_config
+from aworld_rl_core.llm.scripted_server import ScriptedLLMServer
 from aworld_rl_core.runs import execute
 from aworld_rl_core.testing.contracts import PluginContract, RecipeContract
-from aworld_rl_core.testing.llm_server import ScriptedLLMServer
 from aworld_rl_envtuning.curriculum import paper_stages
 
 

@@ -16,7 +16,7 @@ from pathlib import Path
 
 from aworld_rl_core.llm.config import LLMConfig
 from aworld_rl_core.llm.factory import make_client
-from aworld_rl_core.testing.llm_server import ScriptedLLMServer
+from aworld_rl_core.llm.scripted_server import ScriptedLLMServer
 from aworld_rl_funreason.data import FcSample
 from aworld_rl_funreason.fcdr.pipeline import FcdrSettings
 from aworld_rl_funreason.recipes.refine import refine_all

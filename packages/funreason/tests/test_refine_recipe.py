@@ -6,8 +6,8 @@ from __future__ import annotations
 import json
 
 from aworld_rl_core.config import load_config
+from aworld_rl_core.llm.scripted_server import ScriptedLLMServer
 from aworld_rl_core.runs import execute
-from aworld_rl_core.testing.llm_server import ScriptedLLMServer
 from aworld_rl_funreason.recipes.refine import RefineConfig, run
 from aworld_rl_funreason.testing import scripted_reply
 

@@ -8,8 +8,8 @@ import json
 import pytest
 
 from aworld_rl_core.config import load_config
+from aworld_rl_core.llm.scripted_server import ScriptedLLMServer
 from aworld_rl_core.runs import execute
-from aworld_rl_core.testing.llm_server import ScriptedLLMServer
 from aworld_rl_funreason.hdr import parse_score, vote
 from aworld_rl_funreason.recipes.self_refine import SelfRefineConfig, run
 

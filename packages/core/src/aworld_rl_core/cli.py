@@ -1,14 +1,20 @@
 """``aworld-run``: list plugins, show configs, run recipes.
 
-Imports nothing heavy: listing plugins and ``--help`` never import torch.
+Imports nothing heavy: listing plugins and ``--help`` never import torch. Progress bars go to
+stderr and the summary to stdout, so ``aworld-run ... | head`` shows the summary and ends
+quietly when ``head`` closes the pipe.
 """
 
 from __future__ import annotations
 
 import argparse
+import os
+import shlex
+import signal
 import sys
 from collections.abc import Sequence
 from pathlib import Path
+from typing import Any
 
 from aworld_rl_core import registry
 from aworld_rl_core.errors import AworldError
@@ -16,8 +22,8 @@ from aworld_rl_core.errors import AworldError
 USAGE = """\
 usage: aworld-run plugins
        aworld-run show-config RECIPE [--preset NAME | --config FILE] [key=value ...]
-       aworld-run RECIPE [--preset NAME | --config FILE] [--output-dir DIR] [--resume]
-                         [--quiet] [--debug] [key=value ...]
+       aworld-run RECIPE [--preset NAME | --config FILE] [--output-dir DIR]
+                         [--resume | --overwrite] [--quiet] [--debug] [key=value ...]
        aworld-run RECIPE --help
 
 Run a recipe registered by an installed aworld-rl package; `aworld-run plugins` lists them.
@@ -30,7 +36,10 @@ def _recipe_parser(recipe: str) -> argparse.ArgumentParser:
     parser.add_argument("--config", help="YAML config file, applied after the preset")
     parser.add_argument("--output-dir", type=Path, help="run directory")
     parser.add_argument("--resume", action="store_true", help="continue the run in --output-dir")
-    parser.add_argument("--quiet", action="store_true", help="no progress bars")
+    parser.add_argument(
+        "--overwrite", action="store_true", help="replace the run already in --output-dir"
+    )
+    parser.add_argument("--quiet", action="store_true", help="print only the summary")
     parser.add_argument("--debug", action="store_true", help="full tracebacks on errors")
     parser.add_argument("-h", "--help", action="store_true")
     parser.add_argument("overrides", nargs="*", help="dotted key=value overrides")
@@ -41,10 +50,15 @@ def main(argv: Sequence[str] | None = None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
     debug = "--debug" in argv
     try:
-        return _dispatch(argv)
-    except KeyboardInterrupt:
+        code = _dispatch(argv)
+        sys.stdout.flush()  # a closed pipe shows here, inside the handler below
+        return code
+    except BrokenPipeError:  # `aworld-run ... | head`: the reader has all it wanted
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        return 0
+    except KeyboardInterrupt as exc:
         print("aworld-run: interrupted", file=sys.stderr)
-        return 130
+        return 128 + getattr(exc, "signum", signal.SIGINT)
     except AworldError as exc:
         if debug:
             raise
@@ -137,28 +151,62 @@ def _run(name: str, argv: list[str], *, show_only: bool) -> int:
     if show_only:
         print(to_yaml(cfg), end="")
         return 0
+    if args.resume and args.overwrite:
+        raise AworldError(
+            "--resume continues the run in --output-dir, --overwrite replaces it: pick one"
+        )
     if args.resume and args.output_dir is None:
         raise AworldError("--resume needs --output-dir pointing at the run to continue")
-    from aworld_rl_core.runs import execute
+    from aworld_rl_core.runs import default_run_dir, execute, resume_config
 
+    output_dir = (args.output_dir or default_run_dir(name)).expanduser().absolute()
+    if args.resume:
+        cfg = resume_config(
+            output_dir,
+            config_cls,
+            preset=args.preset,
+            config_file=args.config,
+            presets=entry.presets,
+            overrides=args.overrides,
+        )
     try:
         result, run = execute(
             name,
             entry.run_fn(),
             cfg,
-            output_dir=args.output_dir,
+            output_dir=output_dir,
             resume=args.resume,
+            overwrite=args.overwrite,
             quiet=args.quiet,
+            command=_command(name, args, output_dir),
         )
-    except KeyboardInterrupt:
+    except KeyboardInterrupt as exc:
+        signum = getattr(exc, "signum", signal.SIGINT)
         print(
-            "aworld-run: interrupted; the run directory records it (status.json). Resume with "
-            "--output-dir <dir> --resume",
+            f"aworld-run: interrupted ({signal.Signals(signum).name}); resume with: "
+            f"aworld-run {name} --output-dir {shlex.quote(str(output_dir))} --resume",
             file=sys.stderr,
         )
-        return 130
-    _print_summary(name, run.dir, result)
+        return 128 + signum
+    _print_summary(name, run, result)
     return 0
+
+
+def _command(name: str, args: argparse.Namespace, output_dir: Path) -> list[str]:
+    """The arguments that start this run again (paths absolute)."""
+    argv = [name]
+    if args.preset:
+        preset = Path(args.preset)
+        argv += [
+            "--preset",
+            str(preset.absolute()) if preset.suffix in (".yaml", ".yml") else args.preset,
+        ]
+    if args.config:
+        argv += ["--config", str(Path(args.config).absolute())]
+    argv += ["--output-dir", str(output_dir)]
+    if args.quiet:
+        argv.append("--quiet")
+    return argv + list(args.overrides)
 
 
 def _print_recipe_help(entry: registry.RecipeEntry, cfg: object, shown: str | None) -> None:
@@ -179,13 +227,18 @@ def _print_recipe_help(entry: registry.RecipeEntry, cfg: object, shown: str | No
             print(f"      {doc.help}")
 
 
-def _print_summary(name: str, run_dir: Path, result) -> None:
+def _print_summary(name: str, run: Any, result: Any) -> None:
+    from aworld_rl_core.report import format_metric
+
     print(f"\n{name}: completed")
-    print(f"  run directory: {run_dir}")
+    print(f"  run directory: {run.dir}")
     for key, path in result.outputs.items():
         print(f"  {key}: {path}")
-    for key, value in list(result.metrics.items())[:12]:
-        print(f"  {key}: {value:.4g}" if isinstance(value, float) else f"  {key}: {value}")
+    keys = [k for k in result.headline if k in result.metrics] or list(result.metrics)[:12]
+    for key in keys:
+        print(f"  {key}: {format_metric(key, result.metrics[key])}")
+    if run.warnings:
+        print(f"  warnings: {run.warnings} (in {run.dir / 'run.log'})")
 
 
 if __name__ == "__main__":

@@ -2,10 +2,15 @@
 
 from __future__ import annotations
 
+import math
 from pathlib import Path
 from typing import Any
 
 from aworld_rl_core.tracking import read_metrics
+
+FRACTIONS = ("accuracy", "agreement", "pass_rate", "success_rate")
+"""Metrics whose name (or a ``/``-separated part of it) ends with one of these are fractions in
+[0, 1] and are shown as percentages."""
 
 
 def plot_series(records: list[dict[str, Any]], out_dir: Path) -> list[Path]:
@@ -54,7 +59,7 @@ def write_report(
     lines = [f"# {title}", "", f"Status: **{status}**", ""]
     if metrics:
         lines += ["| metric | value |", "|---|---|"]
-        lines += [f"| {k} | {_fmt(v)} |" for k, v in metrics.items()]
+        lines += [f"| {k} | {format_metric(k, v)} |" for k, v in metrics.items()]
         lines.append("")
     for heading, body in sections:
         lines += [f"## {heading}", "", body.rstrip(), ""]
@@ -72,5 +77,25 @@ def write_report(
     return path
 
 
-def _fmt(value: Any) -> str:
+def percent(fraction: float, digits: int = 1) -> str:
+    """``fraction`` as a percentage that never rounds to 100% (or 0%) unless it is exactly that:
+    1051 of 1053 is ``99.8%``, 1052 of 1053 ``99.9%`` (not ``100.0%``)."""
+    text = f"{fraction:.{digits}%}"
+    scale = 10**digits
+    if fraction < 1 and text == f"{1:.{digits}%}":
+        text = f"{math.floor(fraction * 100 * scale) / scale:.{digits}f}%"
+    elif fraction > 0 and text == f"{0:.{digits}%}":
+        text = f"{math.ceil(fraction * 100 * scale) / scale:.{digits}f}%"
+    return text
+
+
+def is_fraction(key: str) -> bool:
+    """Whether the metric ``key`` names a fraction (see :data:`FRACTIONS`)."""
+    return any(part.endswith(FRACTIONS) for part in key.split("/"))
+
+
+def format_metric(key: str, value: Any) -> str:
+    """A metric for people: fractions as percentages, other floats to four digits."""
+    if isinstance(value, float) and is_fraction(key) and 0.0 <= value <= 1.0:
+        return percent(value)
     return f"{value:.4g}" if isinstance(value, float) else str(value)

@@ -1,32 +1,71 @@
-"""Running a recipe: the run directory, metrics, progress, report and a consistent end state."""
+"""Running a recipe: the run directory, metrics, progress, report and a consistent end state.
+
+A run directory belongs to one run. Starting a run in a directory that already holds one is
+refused unless ``--overwrite``; ``--resume`` runs the saved ``config.yaml`` (a command that asks
+for a different config is refused with the difference, except for :data:`RESUME_MAY_CHANGE`);
+a lock file stops two processes from sharing a directory. SIGTERM (``timeout``, SLURM,
+Kubernetes) ends a run like Ctrl-C: ``status.json`` says interrupted and gives the command
+that resumes it. Library warnings and logs go to ``run.log`` in the directory, not the terminal.
+"""
 
 from __future__ import annotations
 
+import contextlib
 import json
+import logging
 import os
+import shlex
+import shutil
+import signal
+import threading
 import time
-from collections.abc import Callable, Iterable, Iterator
+import warnings
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any, TypeVar
 
-from aworld_rl_core.config import to_yaml
+from aworld_rl_core.config import describe, load_config, to_yaml
 from aworld_rl_core.errors import AworldError
 from aworld_rl_core.report import write_report
 from aworld_rl_core.tracking import MetricsLog, TrackingConfig
 
 T = TypeVar("T")
 HOME_ENV = "AWORLD_RL_HOME"
+LOCK_FILE = ".aworld-run.lock"
+LOG_FILE = "run.log"
+RUN_FILES = ("config.yaml", "status.json")
+RESUME_MAY_CHANGE = (
+    "trainer.max_steps",
+    "trainer.epochs",
+    "trainer.save_steps",
+    "trainer.logging_steps",
+    "tracking.*",
+)
+"""Keys a ``--resume`` command may change: how long to go on, how often to save and log, and
+the trackers. Anything else would make the resumed run a different run than the one started."""
 
 
 @dataclass(frozen=True)
 class RunResult:
-    """What a recipe returns: headline metrics, named output files and checkpoints."""
+    """What a recipe returns: headline metrics, named output files and checkpoints.
+
+    ``headline`` names the metrics the terminal summary shows (default: the first twelve).
+    """
 
     metrics: dict[str, Any] = field(default_factory=dict)
     outputs: dict[str, Path] = field(default_factory=dict)
     checkpoints: list[Path] = field(default_factory=list)
+    headline: Sequence[str] = ()
+
+
+class Interrupted(KeyboardInterrupt):
+    """The run was stopped by a signal (SIGTERM) or Ctrl-C; ``signum`` names which."""
+
+    def __init__(self, signum: int = signal.SIGINT) -> None:
+        super().__init__(signal.Signals(signum).name)
+        self.signum = signum
 
 
 def aworld_home() -> Path:
@@ -34,8 +73,13 @@ def aworld_home() -> Path:
 
 
 def default_run_dir(recipe: str) -> Path:
-    stamp = datetime.now().strftime("%Y%m%d-%H%M%S")
-    return aworld_home() / "runs" / recipe / stamp
+    """A fresh ``$AWORLD_RL_HOME/runs/<recipe>/<timestamp>`` (``-2``, ``-3``... when taken)."""
+    base = aworld_home() / "runs" / recipe / datetime.now().strftime("%Y%m%d-%H%M%S")
+    candidate, n = base, 1
+    while candidate.exists():
+        n += 1
+        candidate = base.with_name(f"{base.name}-{n}")
+    return candidate
 
 
 class Run:
@@ -63,6 +107,7 @@ class Run:
                 "pass a writable --output-dir"
             ) from None
         self.sections: list[tuple[str, str]] = []
+        self.warnings = 0  # logged to run.log (the summary points at them)
         self._metrics = MetricsLog(self.dir, tracking or TrackingConfig(), name)
 
     @property
@@ -80,10 +125,11 @@ class Run:
     def progress(
         self, iterable: Iterable[T], total: int | None = None, desc: str = ""
     ) -> Iterator[T]:
-        """Iterate with a progress bar (silent when the run is quiet)."""
+        """Iterate with a progress bar on stderr (silent when the run is quiet)."""
         if self.quiet:
             yield from iterable
             return
+        from rich.console import Console
         from rich.progress import (
             BarColumn,
             MofNCompleteColumn,
@@ -94,7 +140,7 @@ class Run:
         )
 
         if total is None and hasattr(iterable, "__len__"):
-            total = len(iterable)  # type: ignore[arg-type]
+            total = len(iterable)
         columns = [
             TextColumn("[bold]{task.description}"),
             BarColumn(),
@@ -102,18 +148,246 @@ class Run:
             TimeElapsedColumn(),
             TimeRemainingColumn(),
         ]
-        with Progress(*columns, transient=False) as bar:
+        with Progress(*columns, transient=False, console=Console(stderr=True)) as bar:
             task = bar.add_task(desc, total=total)
             for item in iterable:
                 yield item
                 bar.advance(task)
 
     def write_status(self, status: str, **extra: Any) -> None:
+        """Replace ``status.json`` atomically (a kill never leaves half a file)."""
         record = {"status": status, "time": datetime.now(timezone.utc).isoformat(), **extra}
-        (self.dir / "status.json").write_text(json.dumps(record, indent=2), encoding="utf-8")
+        _write_atomic(self.dir / "status.json", json.dumps(record, indent=2))
 
     def close(self) -> None:
         self._metrics.close()
+
+
+def _write_atomic(path: Path, text: str) -> None:
+    tmp = path.with_name(f".{path.name}.tmp")
+    tmp.write_text(text, encoding="utf-8")
+    os.replace(tmp, path)
+
+
+# ---------------------------------------------------------------------------------------------
+# Which config a run uses, and whether the directory is free
+# ---------------------------------------------------------------------------------------------
+
+
+def may_change_on_resume(key: str) -> bool:
+    """Whether ``key`` is in :data:`RESUME_MAY_CHANGE` (``section.*`` covers a section)."""
+    return any(
+        key == allowed or (allowed.endswith(".*") and key.startswith(allowed[:-1]))
+        for allowed in RESUME_MAY_CHANGE
+    )
+
+
+def config_diff(old: Any, new: Any) -> list[tuple[str, Any, Any]]:
+    """``(key, old value, new value)`` for each leaf key where two configs differ."""
+    before = {d.key: d.default for d in describe(type(old), defaults=old)}
+    after = {d.key: d.default for d in describe(type(new), defaults=new)}
+    return [(k, before[k], after[k]) for k in before if before[k] != after.get(k)]
+
+
+def resume_config(
+    directory: Path,
+    cls: type[T],
+    *,
+    preset: str | None = None,
+    config_file: str | Path | None = None,
+    presets: str | None = None,
+    overrides: Sequence[str] = (),
+) -> T:
+    """The config a resumed run uses: the saved ``config.yaml``.
+
+    A resume command that names a preset or config file states the config in full; one with
+    only overrides applies them to the saved config. Either way the result may differ from the
+    saved config only in :data:`RESUME_MAY_CHANGE`; anything else is refused, showing the diff.
+    """
+    saved_file = Path(directory) / "config.yaml"
+    if not saved_file.is_file():
+        raise AworldError(f"--resume: '{directory}' holds no run to resume (no config.yaml)")
+    saved = load_config(cls, config_file=saved_file)
+    if preset is None and config_file is None:
+        requested = load_config(cls, config_file=saved_file, overrides=overrides)
+    else:
+        requested = load_config(
+            cls, preset=preset, config_file=config_file, presets=presets, overrides=overrides
+        )
+    refuse_changes(saved, requested, Path(directory))
+    return requested
+
+
+def refuse_changes(saved: Any, requested: Any, directory: Path) -> None:
+    """Raise, showing the diff, when ``requested`` differs from ``saved`` outside
+    :data:`RESUME_MAY_CHANGE`."""
+    refused = [d for d in config_diff(saved, requested) if not may_change_on_resume(d[0])]
+    if not refused:
+        return
+    lines = "\n".join(f"  {k}: {old!r} (run) -> {new!r} (this command)" for k, old, new in refused)
+    raise AworldError(
+        f"--resume: this command asks for another config than the run in '{directory}' was "
+        f"started with:\n{lines}\nResume with `aworld-run <recipe> --output-dir {directory} "
+        f"--resume` (it runs the saved config.yaml); only {', '.join(RESUME_MAY_CHANGE)} may "
+        "change on resume. For a different config, start a new run (another --output-dir) or "
+        "start over with --overwrite."
+    )
+
+
+@contextlib.contextmanager
+def _locked(directory: Path) -> Iterator[None]:
+    """Hold an exclusive ``flock`` on the run directory's lock file (freed even by kill -9)."""
+    try:
+        import fcntl
+    except ImportError:  # not POSIX: no cross-process guard
+        yield
+        return
+    try:
+        directory.mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
+        raise AworldError(
+            f"cannot create the run directory '{directory}': {exc.strerror}; "
+            "pass a writable --output-dir"
+        ) from None
+    path = directory / LOCK_FILE
+    with open(path, "a+", encoding="utf-8") as handle:
+        try:
+            fcntl.flock(handle.fileno(), fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            handle.seek(0)
+            holder = handle.read().strip() or "another process"
+            raise AworldError(
+                f"the run directory '{directory}' is in use by {holder}; wait for it to end "
+                "or pick another --output-dir"
+            ) from None
+        handle.seek(0)
+        handle.truncate()
+        handle.write(f"aworld-run (pid {os.getpid()})\n")
+        handle.flush()
+        try:
+            yield
+        finally:
+            fcntl.flock(handle.fileno(), fcntl.LOCK_UN)
+
+
+def _claim(directory: Path, *, overwrite: bool, clear: bool) -> None:
+    """Refuse a directory that holds another run (or other files); with ``clear``, empty it
+    for --overwrite."""
+    if not directory.exists():
+        return
+    if not directory.is_dir():
+        raise AworldError(f"--output-dir '{directory}' is a file; give a directory")
+    contents = [p for p in directory.iterdir() if p.name != LOCK_FILE]
+    if not contents:
+        return
+    if not any((directory / name).exists() for name in RUN_FILES):
+        raise AworldError(
+            f"--output-dir '{directory}' is not empty and holds no run; give a new or empty "
+            "directory"
+        )
+    if not overwrite:
+        status = _read_status(directory).get("status", "unknown")
+        raise AworldError(
+            f"'{directory}' already holds a run (status: {status}); continue it with "
+            "--resume, start over with --overwrite, or pick another --output-dir"
+        )
+    for path in contents if clear else ():
+        if path.is_dir() and not path.is_symlink():
+            shutil.rmtree(path)
+        else:
+            path.unlink()
+
+
+def _read_status(directory: Path) -> dict[str, Any]:
+    try:
+        return json.loads((directory / "status.json").read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return {}
+
+
+# ---------------------------------------------------------------------------------------------
+# Signals and logs
+# ---------------------------------------------------------------------------------------------
+
+
+def _raise_interrupted(signum: int, frame: Any) -> None:
+    raise Interrupted(signum)
+
+
+@contextlib.contextmanager
+def _sigterm_interrupts() -> Iterator[None]:
+    """Inside the block, SIGTERM raises :class:`Interrupted` as Ctrl-C raises KeyboardInterrupt."""
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+    previous = signal.signal(signal.SIGTERM, _raise_interrupted)
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGTERM, previous)
+
+
+class _CountingHandler(logging.FileHandler):
+    """``run.log``; counts the warnings so the summary can point at them."""
+
+    def __init__(self, path: Path) -> None:
+        super().__init__(path, encoding="utf-8")
+        self.setFormatter(logging.Formatter("%(asctime)s %(levelname)s %(name)s: %(message)s"))
+        self.warnings = 0
+
+    def emit(self, record: logging.LogRecord) -> None:
+        if record.levelno >= logging.WARNING:
+            self.warnings += 1
+        super().emit(record)
+
+
+@contextlib.contextmanager
+def _logs_to_file(path: Path) -> Iterator[_CountingHandler]:
+    """Send logging, Python warnings and transformers' logs and bars to ``path``."""
+    handler = _CountingHandler(path)
+    root = logging.getLogger()
+    saved_level = root.level
+    root.addHandler(handler)
+    root.setLevel(min(saved_level, logging.INFO) if saved_level else logging.INFO)
+    logging.captureWarnings(True)
+    restore_hf = _quiet_transformers()
+    try:
+        with warnings.catch_warnings():
+            warnings.simplefilter("default")  # each distinct warning once, into run.log
+            yield handler
+    finally:
+        restore_hf()
+        logging.captureWarnings(False)
+        root.removeHandler(handler)
+        root.setLevel(saved_level)
+        handler.close()
+
+
+def _quiet_transformers() -> Callable[[], None]:
+    """Route transformers' logging to the root logger and hide its weight-loading bars."""
+    import importlib.util
+
+    if importlib.util.find_spec("transformers") is None:
+        return lambda: None
+    from transformers.utils import logging as hf_logging
+
+    bars = hf_logging.is_progress_bar_enabled()
+    hf_logging.disable_default_handler()
+    hf_logging.enable_propagation()
+    hf_logging.disable_progress_bar()
+
+    def restore() -> None:
+        hf_logging.disable_propagation()
+        hf_logging.enable_default_handler()
+        if bars:
+            hf_logging.enable_progress_bar()
+
+    return restore
+
+
+# ---------------------------------------------------------------------------------------------
+# execute
+# ---------------------------------------------------------------------------------------------
 
 
 def execute(
@@ -123,47 +397,89 @@ def execute(
     *,
     output_dir: Path | None = None,
     resume: bool = False,
+    overwrite: bool = False,
     quiet: bool = False,
+    command: Sequence[str] | None = None,
 ) -> tuple[RunResult, Run]:
     """Run ``run_fn(cfg, run)`` in a fresh (or resumed) run directory.
 
-    The directory always ends consistent: ``config.yaml``, ``metrics.jsonl``, ``report.md`` and
-    ``status.json`` saying completed, interrupted or failed.
+    The directory always ends consistent: ``config.yaml``, ``metrics.jsonl``, ``report.md``,
+    ``run.log`` and ``status.json`` saying completed, interrupted or failed, with the command
+    that started the run (``command``, the arguments after ``aworld-run``) and, unless it
+    completed, the one that resumes it.
     """
     directory = Path(output_dir) if output_dir else default_run_dir(recipe)
-    if resume and not (directory / "config.yaml").exists():
-        raise AworldError(f"--resume: '{directory}' holds no run to resume (no config.yaml)")
+    directory = directory.expanduser().absolute()
+    if resume:
+        saved = directory / "config.yaml"
+        if not saved.is_file():
+            raise AworldError(f"--resume: '{directory}' holds no run to resume (no config.yaml)")
+        refuse_changes(load_config(type(cfg), config_file=saved), cfg, directory)
+    else:
+        _claim(directory, overwrite=overwrite, clear=False)  # before the lock file goes in
+    with _locked(directory):
+        if not resume:
+            _claim(directory, overwrite=overwrite, clear=True)
+        return _execute_locked(recipe, run_fn, cfg, directory, resume, quiet, command)
+
+
+def _execute_locked(
+    recipe: str,
+    run_fn: Callable[[Any, Run], RunResult],
+    cfg: Any,
+    directory: Path,
+    resume: bool,
+    quiet: bool,
+    command: Sequence[str] | None,
+) -> tuple[RunResult, Run]:
     tracking = getattr(cfg, "tracking", None)
     run = Run(directory, name=recipe, tracking=tracking, resume=resume, quiet=quiet)
+    argv = list(command or [recipe])
+    if "--output-dir" not in argv:
+        argv += ["--output-dir", str(directory)]
+    started_by = _read_status(directory).get("command") if resume else None
+    start = started_by or shlex.join(["aworld-run", *argv])
+    resume_cmd = shlex.join(["aworld-run", recipe, "--output-dir", str(directory), "--resume"])
     (run.dir / "config.yaml").write_text(to_yaml(cfg), encoding="utf-8")
-    run.write_status("running", recipe=recipe)
+    run.write_status("running", recipe=recipe, command=start, resume=resume_cmd, pid=os.getpid())
     started = time.time()
-    status, result, error = "failed", RunResult(), None
-    try:
-        result = run_fn(cfg, run)
-        if not isinstance(result, RunResult):
-            raise AworldError(f"recipe '{recipe}' returned {type(result).__name__}, not RunResult")
-        status = "completed"
-        return result, run
-    except KeyboardInterrupt:
-        status = "interrupted"
-        raise
-    except BaseException as exc:
-        error = f"{type(exc).__name__}: {exc}"
-        raise
-    finally:
-        elapsed = round(time.time() - started, 2)
-        extra: dict[str, Any] = {"recipe": recipe, "seconds": elapsed}
-        if error:
-            extra["error"] = error
-        if status == "interrupted":
-            extra["resume"] = f"aworld-run {recipe} --output-dir {run.dir} --resume"
-        run.close()
-        write_report(
-            run.dir,
-            title=f"{recipe}",
-            status=status,
-            metrics=dict(result.metrics),
-            sections=run.sections,
-        )
-        run.write_status(status, **extra)
+    status, result, error, signum = "failed", RunResult(), None, None
+    with _logs_to_file(run.dir / LOG_FILE) as log_file, _sigterm_interrupts():
+        try:
+            result = run_fn(cfg, run)
+            if not isinstance(result, RunResult):
+                raise AworldError(
+                    f"recipe '{recipe}' returned {type(result).__name__}, not RunResult"
+                )
+            status = "completed"
+            return result, run
+        except KeyboardInterrupt as exc:
+            status = "interrupted"
+            signum = getattr(exc, "signum", signal.SIGINT)
+            raise
+        except BaseException as exc:
+            error = f"{type(exc).__name__}: {exc}"
+            logging.getLogger(__name__).exception("run failed")
+            raise
+        finally:
+            run.warnings = log_file.warnings
+            extra: dict[str, Any] = {
+                "recipe": recipe,
+                "seconds": round(time.time() - started, 2),
+                "command": start,
+            }
+            if error:
+                extra["error"] = error
+            if signum is not None:
+                extra["signal"] = signal.Signals(signum).name
+            if status != "completed":
+                extra["resume"] = resume_cmd
+            run.close()
+            write_report(
+                run.dir,
+                title=f"{recipe}",
+                status=status,
+                metrics=dict(result.metrics),
+                sections=run.sections,
+            )
+            run.write_status(status, **extra)

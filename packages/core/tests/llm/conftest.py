@@ -1,11 +1,12 @@
-"""Fixtures for the LLM client tests: the scripted server (a test double) and fast clients."""
+"""Fixtures for the LLM client tests: the scripted endpoint (a test double, in process) and fast
+clients."""
 
 from __future__ import annotations
 
 import pytest
 
 from aworld_rl_core.llm import OpenAIClient, RetryPolicy
-from aworld_rl_core.testing.llm_server import ScriptedLLMServer
+from aworld_rl_core.llm.scripted_server import ScriptedLLM, ScriptedTransport
 
 
 class SleepRecorder:
@@ -20,15 +21,18 @@ class SleepRecorder:
 
 @pytest.fixture
 def llm_server():
-    with ScriptedLLMServer() as server:
-        yield server
+    """The scripted endpoint, in process (``ScriptedLLMServer`` is the same on a socket)."""
+    return ScriptedTransport()
 
 
 @pytest.fixture
 def make_openai():
-    """``make_openai(server, **kwargs)``: an OpenAIClient on the server with instant retries."""
+    """``make_openai(server, **kwargs)``: an OpenAIClient on the scripted endpoint (in process or
+    on a socket) with instant retries."""
 
-    def factory(server: ScriptedLLMServer, **kwargs) -> OpenAIClient:
+    def factory(server: ScriptedLLM, **kwargs) -> OpenAIClient:
+        if isinstance(server, ScriptedTransport):
+            kwargs.setdefault("transport", server.transport)
         kwargs.setdefault("retry", RetryPolicy(max_retries=3, base_delay_s=0.5))
         kwargs.setdefault("timeout_s", 5.0)
         kwargs.setdefault("api_key_env", None)

@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 
 from aworld_rl_core.llm import CachedClient, LLMConfig, ResponseCache, cache_key, make_client
-from aworld_rl_core.testing.llm_server import ScriptedLLMServer
+from aworld_rl_core.llm.scripted_server import ScriptedLLMServer, ScriptedTransport
 
 USER = [{"role": "user", "content": "hello"}]
 SRC = str(Path(__import__("aworld_rl_core").__file__).parents[1])
@@ -63,7 +63,7 @@ def test_identical_requests_in_flight_share_one_call(make_openai, tmp_path):
 
 def test_errors_are_not_cached(make_openai, tmp_path):
     from aworld_rl_core.llm import LLMHTTPError
-    from aworld_rl_core.testing.llm_server import Fault
+    from aworld_rl_core.llm.scripted_server import Fault
 
     with ScriptedLLMServer([Fault.error(400, "nope"), "fine"]) as server:
         client = CachedClient(make_openai(server), ResponseCache(tmp_path))
@@ -109,3 +109,13 @@ def test_processes_write_concurrently(tmp_path):
     assert len(cache) == 3 * 100 + 1
     assert cache.get("b-99") == {"text": "99"}
     assert cache.get("shared")["text"] in {"a", "b", "c"}
+
+
+def test_a_lone_surrogate_is_cached_escaped(make_openai, tmp_path):
+    server = ScriptedTransport(["half a pair: \ud83d", "unused"])
+    client = CachedClient(make_openai(server), ResponseCache(tmp_path))
+    prompt = [{"role": "user", "content": "and in the prompt \udc00"}]
+    first = asyncio.run(client.chat(prompt))
+    again = asyncio.run(client.chat(prompt))
+    assert first.text == again.text == "half a pair: \ud83d"
+    assert again.cached and len(server.chat_bodies) == 1

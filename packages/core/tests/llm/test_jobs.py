@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 
 from aworld_rl_core.llm import JsonlSink, run_jobs, run_jobs_sync
-from aworld_rl_core.testing.llm_server import ScriptedLLMServer
+from aworld_rl_core.llm.scripted_server import ScriptedLLMServer
 
 HERE = Path(__file__).parent
 SRC = str(Path(__import__("aworld_rl_core").__file__).parents[1])
@@ -158,3 +158,18 @@ def test_kill_9_then_resume_loses_and_duplicates_nothing(tmp_path):
     # only calls in flight at the kill were asked twice (the job's concurrency is 4)
     assert len(asked) - N_ITEMS <= 4
     assert set(asked) == set(range(N_ITEMS))
+
+
+def test_a_reply_with_a_lone_surrogate_is_stored_escaped(tmp_path):
+    path = tmp_path / "out.jsonl"
+
+    def answer(item):
+        return {"id": item["id"], "a": "broken \ud800 text" if item["id"] == 1 else "fine"}
+
+    with JsonlSink(path) as sink:
+        report = run_jobs_sync(items(3), answer, sink, on_error="skip")
+    assert (report.written, report.failed) == (3, {})
+    assert b"\\ud800" in path.read_bytes()  # escaped: the file stays valid UTF-8
+    with JsonlSink(path) as sink:
+        assert {r["id"]: r["a"] for r in sink.records()}[1] == "broken \ud800 text"
+        assert len(sink) == 3

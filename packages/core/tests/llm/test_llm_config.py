@@ -54,7 +54,7 @@ def test_factory_builds_the_openai_client(monkeypatch):
 
 def test_importing_the_package_loads_no_heavy_library():
     code = (
-        "import sys, aworld_rl_core.llm, aworld_rl_core.testing.llm_server;"
+        "import sys, aworld_rl_core.llm, aworld_rl_core.llm.scripted_server;"
         "print(sorted(m for m in ('httpx', 'torch', 'transformers') if m in sys.modules))"
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)

@@ -5,7 +5,7 @@ from __future__ import annotations
 import httpx
 import pytest
 
-from aworld_rl_core.testing.llm_server import Fault, ScriptedLLMServer
+from aworld_rl_core.llm.scripted_server import Fault, ScriptedLLMServer
 
 CHAT = {"model": "m", "messages": [{"role": "user", "content": "hi there"}]}
 

@@ -1,4 +1,5 @@
-"""OpenAIClient against the scripted server: requests, replies, every fault, limits."""
+"""OpenAIClient against the scripted endpoint (in process; on a socket where the network itself
+matters): requests, replies, every fault, limits."""
 
 from __future__ import annotations
 
@@ -17,7 +18,7 @@ from aworld_rl_core.llm import (
     RetryPolicy,
     SyncClient,
 )
-from aworld_rl_core.testing.llm_server import Fault, ScriptedLLMServer
+from aworld_rl_core.llm.scripted_server import Fault, ScriptedLLMServer, ScriptedTransport
 
 USER = [{"role": "user", "content": "What is 6 x 7?"}]
 
@@ -58,8 +59,8 @@ def test_reply_and_request_body(llm_server, make_openai, monkeypatch):
 def test_tool_calls_and_reasoning_are_parsed(make_openai):
     call = {"id": "c1", "type": "function", "function": {"name": "calc", "arguments": '{"a": 6}'}}
     reply = {"tool_calls": [call], "reasoning_content": "multiply"}
-    with ScriptedLLMServer(lambda body: reply) as server:
-        out = run(make_openai(server).chat(USER))
+    server = ScriptedTransport(lambda body: reply)
+    out = run(make_openai(server).chat(USER))
     assert out.text == ""
     assert out.tool_calls == [call]
     assert out.reasoning == "multiply"
@@ -104,7 +105,7 @@ def test_retries_exhausted_raise_the_last_error(llm_server, make_openai):
         run(client.chat(USER))
     assert info.value.status == 500
     assert info.value.endpoint == f"{llm_server.base_url}/chat/completions"
-    assert "HTTP 500 from http://127.0.0.1:" in str(info.value)
+    assert f"HTTP 500 from {llm_server.base_url}/chat/completions" in str(info.value)
     assert "engine dead" in str(info.value)
     assert "gave up after 3 attempts" in str(info.value)
     assert len(llm_server.chat_bodies) == 3
@@ -189,7 +190,7 @@ def test_bad_base_url_is_rejected():
 
 
 def test_concurrency_limit_is_respected(make_openai):
-    with ScriptedLLMServer(latency_s=0.05) as server:
+    with ScriptedLLMServer(latency_s=0.05) as server:  # on a socket: real connections
         client = make_openai(server, concurrency=4)
         requests = [[{"role": "user", "content": f"q{i}"}] for i in range(24)]
         outs = run(client.chat_many(requests, concurrency=16))  # the client's limit wins
@@ -205,25 +206,25 @@ def test_chat_many_return_exceptions_keeps_order(make_openai):
         text = body["messages"][-1]["content"]
         return Fault.error(400, "bad prompt") if text == "q1" else text.upper()
 
-    with ScriptedLLMServer(reply) as server:
-        outs = run(
-            make_openai(server).chat_many(
-                [[{"role": "user", "content": f"q{i}"}] for i in range(3)],
-                return_exceptions=True,
-            )
+    server = ScriptedTransport(reply)
+    outs = run(
+        make_openai(server).chat_many(
+            [[{"role": "user", "content": f"q{i}"}] for i in range(3)],
+            return_exceptions=True,
         )
+    )
     assert outs[0].text == "Q0" and outs[2].text == "Q2"
     assert isinstance(outs[1], LLMHTTPError) and outs[1].status == 400
 
 
 def test_scripted_reply_queue_and_dict_requests(make_openai):
-    with ScriptedLLMServer(["first", {"content": "second"}]) as server:
-        client = make_openai(server)
-        outs = run(client.chat_many([USER, {"messages": USER, "temperature": 0.1}], concurrency=1))
-        assert [o.text for o in outs] == ["first", "second"]
-        assert server.chat_bodies[1]["temperature"] == 0.1
-        with pytest.raises(LLMHTTPError, match="scripted replies exhausted"):
-            run(make_openai(server, retry=RetryPolicy(max_retries=0)).chat(USER))
+    server = ScriptedTransport(["first", {"content": "second"}])
+    client = make_openai(server)
+    outs = run(client.chat_many([USER, {"messages": USER, "temperature": 0.1}], concurrency=1))
+    assert [o.text for o in outs] == ["first", "second"]
+    assert server.chat_bodies[1]["temperature"] == 0.1
+    with pytest.raises(LLMHTTPError, match="scripted replies exhausted"):
+        run(make_openai(server, retry=RetryPolicy(max_retries=0)).chat(USER))
 
 
 def test_client_survives_successive_event_loops(llm_server, make_openai):
@@ -247,3 +248,35 @@ def test_unsupported_request_shapes_are_refused(llm_server, make_openai):
     with pytest.raises(TypeError, match="messages must be a list"):
         run(client.chat("hello"))
     assert llm_server.requests == []
+
+
+@pytest.mark.parametrize("after", ["nan", "-5", "86400", "inf"])
+def test_unusable_retry_after_falls_back_to_backoff(llm_server, make_openai, after):
+    client = make_openai(llm_server)
+    llm_server.inject(Fault("error", status=503, body=b"{}", retry_after=after))
+    assert run(client.chat(USER)).text.startswith("echo:")
+    assert len(client.sleep.calls) == 1 and 0.0 <= client.sleep.calls[0] <= 0.5  # the backoff
+
+
+def test_a_dripping_reply_ends_at_the_deadline(llm_server, make_openai):
+    client = make_openai(llm_server, timeout_s=1.0, retry=RetryPolicy(max_retries=1))
+    llm_server.inject(Fault.drip(0.4), Fault.drip(0.4))
+    with pytest.raises(LLMTimeoutError, match=r"did not answer within 1 s \(the whole reply"):
+        run(client.chat(USER))
+    assert len(llm_server.chat_bodies) == 2
+
+
+def test_a_dripping_socket_ends_at_the_deadline(make_openai):
+    with ScriptedLLMServer() as server:  # the network's own per-read timeout never fires here
+        client = make_openai(server, timeout_s=1.0, retry=RetryPolicy(max_retries=0))
+        server.inject(Fault.drip(0.4))
+        with pytest.raises(LLMTimeoutError, match="did not answer within 1 s"):
+            run(client.chat(USER))
+        server.inject(Fault.drip(0.001))
+        assert run(make_openai(server, timeout_s=30.0).chat(USER)).text == "echo: What is 6 x 7?"
+
+
+def test_a_deeply_nested_reply_is_a_response_error(llm_server, make_openai):
+    llm_server.inject(Fault.garbage(b"[" * 100_000 + b"]" * 100_000))
+    with pytest.raises(LLMResponseError, match="JSON nested too deeply"):
+        run(make_openai(llm_server).chat(USER))

@@ -4,27 +4,52 @@ from __future__ import annotations
 
 import asyncio
 import email.utils
-import random
+import math
 
 import pytest
 
 from aworld_rl_core.llm.retry import RetryableError, RetryPolicy, parse_retry_after, retry_async
 
 
+def waits(policy, retry_after=None, failures=5):
+    """The waits ``retry_async`` takes before each retry of a call that fails ``failures`` times."""
+    recorded, calls = [], []
+
+    async def sleep(seconds):
+        recorded.append(seconds)
+
+    async def flaky():
+        calls.append(1)
+        if len(calls) <= failures:
+            raise RetryableError(ValueError("busy"), retry_after=retry_after)
+        return "ok"
+
+    assert asyncio.run(retry_async(flaky, policy, sleep=sleep)) == "ok"
+    return recorded
+
+
 def test_full_jitter_bounds_double_until_the_cap():
-    policy = RetryPolicy(base_delay_s=1.0, max_delay_s=5.0)
-    rng = random.Random(0)
+    policy = RetryPolicy(max_retries=5, base_delay_s=1.0, max_delay_s=5.0)
+    runs = [waits(policy) for _ in range(200)]
     for attempt, cap in enumerate([1.0, 2.0, 4.0, 5.0, 5.0]):
-        draws = [policy.delay(attempt, rng=rng) for _ in range(200)]
+        draws = [run[attempt] for run in runs]
         assert min(draws) >= 0.0 and max(draws) <= cap
         assert max(draws) > 0.8 * cap  # the jitter spans the range
 
 
-def test_retry_after_wins_and_is_capped():
-    policy = RetryPolicy(base_delay_s=1.0, max_retry_after_s=60.0)
-    assert policy.delay(0, retry_after=12.0) == 12.0
-    assert policy.delay(3, retry_after=3600.0) == 60.0
-    assert policy.delay(0, retry_after=-4.0) == 0.0
+def test_a_usable_retry_after_wins():
+    policy = RetryPolicy(max_retries=3, base_delay_s=1.0, max_retry_after_s=60.0)
+    assert waits(policy, retry_after=12.0, failures=2) == [12.0, 12.0]
+    assert waits(policy, retry_after=0.0, failures=1) == [0.0]
+
+
+@pytest.mark.parametrize("after", [float("nan"), float("inf"), -4.0, 3600.0, 1e300])
+def test_unusable_retry_after_falls_back_to_backoff(after):
+    policy = RetryPolicy(max_retries=3, base_delay_s=1.0, max_delay_s=5.0, max_retry_after_s=60)
+    recorded = waits(policy, retry_after=after, failures=3)
+    assert len(recorded) == 3
+    assert all(0.0 <= w <= cap for w, cap in zip(recorded, [1.0, 2.0, 4.0], strict=True))
+    assert policy.usable_retry_after(after) is None
 
 
 def test_parse_retry_after():
@@ -32,6 +57,8 @@ def test_parse_retry_after():
     assert parse_retry_after(" 1.5 ") == 1.5
     assert parse_retry_after(None) is None
     assert parse_retry_after("soon") is None
+    assert parse_retry_after("-3") == -3.0  # read as sent; the policy refuses it
+    assert math.isnan(parse_retry_after("nan"))
     date = email.utils.formatdate(1_000_030.0, usegmt=True)
     assert parse_retry_after(date, now=1_000_000.0) == pytest.approx(30.0)
     assert parse_retry_after(date, now=2_000_000.0) == 0.0

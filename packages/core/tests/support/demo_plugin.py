@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import time
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Literal
@@ -22,15 +23,21 @@ class CountConfig:
     name: str = field(default="demo", metadata={"help": "a label"})
     tags: tuple[str, ...] = field(default=(), metadata={"help": "free tags"})
     limit: int | None = field(default=None, metadata={"help": "optional cap"})
-    interrupt_at: int = field(default=-1, metadata={"help": "raise KeyboardInterrupt at this step"})
+    interrupt_at: int = field(
+        default=-1, metadata={"help": "raise KeyboardInterrupt at this step (not on resume)"}
+    )
+    sleep_at: int = field(default=-1, metadata={"help": "sleep a minute at this step"})
     optim: Optim = field(default_factory=Optim, metadata={"help": "optimiser"})
 
 
 def run(cfg: CountConfig, run: Run) -> RunResult:
     total = 0
     for step in run.progress(range(cfg.steps), desc="counting"):
-        if step == cfg.interrupt_at:
+        if step == cfg.interrupt_at and not run.resume:
             raise KeyboardInterrupt
+        if step == cfg.sleep_at:
+            (run.dir / "sleeping").write_text("")
+            time.sleep(60)
         total += step
         run.log({"total": total, "lr": cfg.optim.lr}, step=step)
     run.add_section("Summary", f"counted to {total}")

@@ -1,25 +1,88 @@
-"""A run's checkpoint folders: ``<prefix><step>`` (``checkpoint-N``, verl's ``global_step_N``)."""
+"""A run's checkpoint folders: ``<prefix><step>`` (``checkpoint-N``, verl's ``global_step_N``).
+
+Checkpoints are written whole or not at all: :class:`AtomicCheckpoints` makes a transformers
+``Trainer`` write each one under ``.staging/`` and rename it into place when complete, and
+:func:`checkpoints` skips folders that are not complete, so a job killed (even with kill -9)
+while saving resumes from the last whole checkpoint.
+"""
 
 from __future__ import annotations
 
+import json
+import os
 import re
+import shutil
 from pathlib import Path
+from typing import Any
+
+STAGING = ".staging"
+TRAINER_STATE = "trainer_state.json"  # what transformers writes last into a checkpoint
+
+
+def is_complete(path: Path, prefix: str = "checkpoint-") -> bool:
+    """Whether a checkpoint folder is whole: a transformers ``checkpoint-N`` needs its
+    ``trainer_state.json`` (written last) to parse; other kinds need only exist."""
+    if prefix != "checkpoint-":
+        return True
+    try:
+        json.loads((path / TRAINER_STATE).read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return False
+    return True
 
 
 def checkpoints(directory: Path, prefix: str = "checkpoint-") -> list[Path]:
-    """The ``<prefix><N>`` folders in ``directory`` (N an integer), lowest N first."""
+    """The complete ``<prefix><N>`` folders in ``directory`` (N an integer), lowest N first."""
     if not directory.is_dir():
         return []
     pattern = re.compile(re.escape(prefix) + r"(\d+)")
     steps = [
         (int(match.group(1)), path)
         for path in directory.iterdir()
-        if (match := pattern.fullmatch(path.name)) and path.is_dir()
+        if (match := pattern.fullmatch(path.name)) and path.is_dir() and is_complete(path, prefix)
     ]
     return [path for _, path in sorted(steps)]
 
 
 def latest_checkpoint(directory: Path, prefix: str = "checkpoint-") -> Path | None:
-    """The ``<prefix><N>`` folder with the largest N (None when there is none)."""
+    """The complete ``<prefix><N>`` folder with the largest N (None when there is none)."""
     found = checkpoints(directory, prefix)
     return found[-1] if found else None
+
+
+class AtomicCheckpoints:
+    """Mixin for a transformers ``Trainer`` (put it first among the bases): each checkpoint is
+    saved into ``<output_dir>/.staging/checkpoint-N`` and renamed to ``<output_dir>/checkpoint-N``
+    once everything (weights, optimizer, scheduler, RNG, trainer state) is written. A rename is
+    atomic, so ``checkpoint-N`` is either absent or whole after any kill."""
+
+    _staging_checkpoint = False
+
+    def _get_output_dir(self, trial: Any) -> str:
+        real = super()._get_output_dir(trial)  # type: ignore[misc]
+        return os.path.join(real, STAGING) if self._staging_checkpoint else real
+
+    def _save_checkpoint(self, model: Any, trial: Any) -> None:
+        real = Path(self._get_output_dir(trial))
+        staging = real / STAGING
+        shutil.rmtree(staging, ignore_errors=True)  # what a killed save left behind
+        self._staging_checkpoint = True
+        try:
+            super()._save_checkpoint(model, trial)  # type: ignore[misc]
+        finally:
+            self._staging_checkpoint = False
+        name = f"checkpoint-{self.state.global_step}"  # type: ignore[attr-defined]
+        if (staging / name).is_dir():
+            final = real / name
+            if final.exists():  # saved again at the same step
+                shutil.rmtree(final)
+            os.replace(staging / name, final)
+        shutil.rmtree(staging, ignore_errors=True)
+        self._rotate(real)
+
+    def _rotate(self, directory: Path) -> None:
+        limit = self.args.save_total_limit  # type: ignore[attr-defined]
+        if limit is None or limit <= 0:
+            return
+        for old in checkpoints(directory)[:-limit]:
+            shutil.rmtree(old, ignore_errors=True)

@@ -16,7 +16,7 @@ from pathlib import Path
 from typing import Any
 
 from aworld_rl_core.backends.base import TrainJob
-from aworld_rl_core.backends.checkpoints import checkpoints, latest_checkpoint
+from aworld_rl_core.backends.checkpoints import AtomicCheckpoints, checkpoints, latest_checkpoint
 from aworld_rl_core.backends.loss_hooks import TokenLossMixin, loss_alpha
 from aworld_rl_core.backends.sft_data import SftCollator, build_samples, shifted_segments
 from aworld_rl_core.errors import AworldError
@@ -153,7 +153,7 @@ def _training_args(job: TrainJob) -> Any:
 def _make_trainer(job: TrainJob, model: Any, tokenizer: Any, train: list, evals: list) -> Any:
     from transformers import PrinterCallback, Trainer, TrainerCallback
 
-    class SegmentLossTrainer(TokenLossMixin, Trainer):
+    class SegmentLossTrainer(AtomicCheckpoints, TokenLossMixin, Trainer):
         """``Trainer`` whose loss is ``job.loss(logits, labels, segments)`` when one is set."""
 
         loss_state_file = LOSS_STATE_FILE

@@ -15,6 +15,7 @@ from typing import Any, ClassVar
 from transformers import TrainerCallback
 from trl import GRPOTrainer
 
+from aworld_rl_core.backends.checkpoints import AtomicCheckpoints
 from aworld_rl_core.backends.hf_generate import HfGenerator, generate_turns
 from aworld_rl_core.engine import ChatCodec, Episode, Limits, Rollout, run_batched
 from aworld_rl_core.environment import Environment, Message, Step
@@ -126,7 +127,7 @@ def _log_episode_metrics(trainer: GRPOTrainer, episodes: Sequence[Episode]) -> N
     trainer._log_metric("episode/env_tokens", env_tokens / count)
 
 
-class EnvGRPOTrainer(GRPOTrainer):
+class EnvGRPOTrainer(AtomicCheckpoints, GRPOTrainer):
     """GRPOTrainer whose rollouts are our multi-turn episodes (TRL's ``rollout_func`` hook).
 
     TRL hands ``rollout_func`` only the prompts; this subclass tells the rollout which rows the

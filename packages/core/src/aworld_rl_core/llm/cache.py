@@ -14,11 +14,22 @@ CACHE_FILE = "llm_cache.sqlite3"
 
 
 def canonical_json(value: Any) -> str:
-    """Deterministic JSON (sorted keys, no spaces); raises TypeError naming a bad value."""
+    """Deterministic JSON (sorted keys, no spaces), encodable as UTF-8: text that holds a lone
+    surrogate (a reply can) is written with ``\\u`` escapes. Raises TypeError naming a bad value."""
     try:
-        return json.dumps(value, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
+        text = json.dumps(value, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
     except TypeError as err:
         raise TypeError(f"LLM request is not JSON-serialisable: {err}") from None
+    return text if utf8_safe(text) else json.dumps(value, sort_keys=True, separators=(",", ":"))
+
+
+def utf8_safe(text: str) -> bool:
+    """Whether ``text`` encodes as UTF-8 (no lone surrogates)."""
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        return False
+    return True
 
 
 def cache_key(

@@ -9,6 +9,8 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any, Literal
 
+from aworld_rl_core.llm.cache import utf8_safe
+
 KeySpec = str | Callable[[dict[str, Any]], Any]
 FsyncPolicy = Literal["always", "close", "never"]
 
@@ -23,7 +25,9 @@ class JsonlSink:
     concurrent writer threads share fsyncs); ``"close"`` syncs once on close, ``"never"``
     leaves it to the OS. An exclusive ``flock`` stops a second writer on the file.
 
-    ``key`` is a field name or a function of the record; keys are compared as strings.
+    ``key`` is a field name or a function of the record; keys are compared as strings. Text that
+    is not valid UTF-8 (a lone surrogate) is written with JSON ``\\u`` escapes and reads back
+    equal.
     """
 
     def __init__(self, path: str | Path, *, key: KeySpec = "id", fsync: FsyncPolicy = "always"):
@@ -111,7 +115,10 @@ class JsonlSink:
     def write(self, record: dict[str, Any]) -> bool:
         """Append ``record`` unless its key is done; True if written."""
         key = self.key_of(record)
-        line = (json.dumps(record, ensure_ascii=False) + "\n").encode("utf-8")
+        text = json.dumps(record, ensure_ascii=False)
+        if not utf8_safe(text):  # a lone surrogate (from a reply): escape it, lose nothing
+            text = json.dumps(record)
+        line = (text + "\n").encode("utf-8")
         with self._lock:
             if key in self._done:
                 return False

@@ -8,6 +8,7 @@ import os
 from typing import Any
 
 from aworld_rl_core.llm.base import BaseLLMClient
+from aworld_rl_core.llm.cache import utf8_safe
 from aworld_rl_core.llm.errors import (
     LLMConnectionError,
     LLMHTTPError,
@@ -19,6 +20,13 @@ from aworld_rl_core.llm.types import Completion, Message
 
 RETRY_STATUSES = frozenset({408, 409, 425, 429})
 SNIPPET = 300
+JSON_HEADERS = {"Content-Type": "application/json"}
+
+
+def _json_bytes(body: dict[str, Any]) -> bytes:
+    """The request as UTF-8 JSON; text with a lone surrogate goes as a ``\\u`` escape."""
+    text = json.dumps(body, ensure_ascii=False)
+    return (text if utf8_safe(text) else json.dumps(body)).encode("utf-8")
 
 
 def _snippet(text: str) -> str:
@@ -30,7 +38,7 @@ def _error_detail(text: str) -> str:
     """The server's error message from a JSON error body, else a snippet of the raw body."""
     try:
         data = json.loads(text)
-    except ValueError:
+    except (ValueError, RecursionError):
         return _snippet(text)
     if isinstance(data, dict):
         err = data.get("error", data)
@@ -47,8 +55,11 @@ class OpenAIClient(BaseLLMClient):
     """POSTs to ``<base_url>/chat/completions`` with httpx.
 
     Timeouts, dropped connections, refused connections, 408/409/425/429 and 5xx are retried
-    with exponential backoff and jitter (``Retry-After`` honoured); other 4xx and 200 answers
-    that are not a chat completion raise at once, naming the endpoint. The API key comes from
+    with exponential backoff and jitter (a usable ``Retry-After`` honoured; see
+    :class:`RetryPolicy`), by tenacity; other 4xx and 200 answers that are not a chat completion
+    raise at once, naming the endpoint. ``timeout_s`` is the deadline of one attempt, the whole
+    reply included: a server that sends its body one byte at a time still ends it there. The
+    API key comes from
     ``api_key`` or the environment variable ``api_key_env`` (no header when neither is set, as
     local vLLM/SGLang servers need none). ``extra_body`` is merged into every request (e.g.
     ``{"chat_template_kwargs": {"enable_thinking": False}}`` for Qwen3 on vLLM).
@@ -67,6 +78,7 @@ class OpenAIClient(BaseLLMClient):
         defaults: dict[str, Any] | None = None,
         extra_body: dict[str, Any] | None = None,
         headers: dict[str, str] | None = None,
+        transport: Any = None,
     ) -> None:
         super().__init__(model, concurrency=concurrency, defaults=defaults)
         if not base_url.startswith(("http://", "https://")):
@@ -83,6 +95,7 @@ class OpenAIClient(BaseLLMClient):
         self.extra_body = dict(extra_body or {})
         self.api_key_env = api_key_env
         self.sleep = asyncio.sleep  # the wait between retries (tests swap in a recorder)
+        self.transport = transport  # an httpx transport (default: the network)
         key = api_key or (os.environ.get(api_key_env) if api_key_env else None)
         self._headers = dict(headers or {})
         if key:
@@ -100,6 +113,7 @@ class OpenAIClient(BaseLLMClient):
                     max_connections=self.concurrency, max_keepalive_connections=self.concurrency
                 ),
                 headers=self._headers,
+                transport=self.transport,
             )
             state["http"] = client
         return client
@@ -125,19 +139,22 @@ class OpenAIClient(BaseLLMClient):
                 "(with distinct seeds) through chat_many"
             )
         http = self._http()
-        return await retry_async(lambda: self._attempt(http, body), self.retry, sleep=self.sleep)
+        payload = _json_bytes(body)
+        return await retry_async(lambda: self._attempt(http, payload), self.retry, sleep=self.sleep)
 
-    async def _attempt(self, http: Any, body: dict[str, Any]) -> Completion:
+    async def _attempt(self, http: Any, payload: bytes) -> Completion:
         import httpx
 
         attempts = f"gave up after {self.retry.max_retries + 1} attempts"
         try:
-            response = await http.post(self.endpoint, json=body)
-        except httpx.TimeoutException as err:
+            post = http.post(self.endpoint, content=payload, headers=JSON_HEADERS)
+            response = await asyncio.wait_for(post, self.timeout_s)
+        except (httpx.TimeoutException, asyncio.TimeoutError) as err:
             raise RetryableError(
                 LLMTimeoutError(
-                    f"{self.endpoint} did not answer within {self.timeout_s:g} s "
-                    f"({type(err).__name__}; {attempts}): raise timeout_s or check the server load"
+                    f"{self.endpoint} did not answer within {self.timeout_s:g} s (the whole "
+                    f"reply; {type(err).__name__}; {attempts}): raise timeout_s or check the "
+                    "server load"
                 )
             ) from None
         except httpx.ConnectError as err:
@@ -195,6 +212,8 @@ class OpenAIClient(BaseLLMClient):
             data = json.loads(text)
         except ValueError:
             raise bad("not JSON") from None
+        except RecursionError:
+            raise bad("JSON nested too deeply") from None
         if not isinstance(data, dict):
             raise bad("not a JSON object")
         if "error" in data and "choices" not in data:

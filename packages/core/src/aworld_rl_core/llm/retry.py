@@ -1,14 +1,16 @@
-"""Retries with exponential backoff, full jitter and ``Retry-After``."""
+"""Retries with exponential backoff, full jitter and ``Retry-After``, run by tenacity."""
 
 from __future__ import annotations
 
 import asyncio
 import email.utils
-import random
+import math
 import time
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from typing import TypeVar
+
+import tenacity
 
 T = TypeVar("T")
 
@@ -30,30 +32,48 @@ class RetryableError(Exception):
 class RetryPolicy:
     """``max_retries`` retries after the first attempt; the n-th wait is drawn uniformly from
     ``[0, min(max_delay_s, base_delay_s * 2**n)]`` (full jitter), or is the server's
-    ``Retry-After`` (capped at ``max_retry_after_s``) when it sent one."""
+    ``Retry-After`` when it sent a usable one: a finite number of seconds from 0 to
+    ``max_retry_after_s``. Anything else (NaN, negative, absurdly long) falls back to the
+    backoff."""
 
     max_retries: int = 5
     base_delay_s: float = 1.0
     max_delay_s: float = 30.0
     max_retry_after_s: float = 120.0
 
-    def delay(
-        self, attempt: int, retry_after: float | None = None, rng: random.Random | None = None
-    ) -> float:
-        """Seconds to wait before retry number ``attempt`` (0-based)."""
-        if retry_after is not None:
-            return min(max(retry_after, 0.0), self.max_retry_after_s)
-        cap = min(self.max_delay_s, self.base_delay_s * (2**attempt))
-        return (rng or random).uniform(0.0, cap)
+    def usable_retry_after(self, retry_after: float | None) -> float | None:
+        """``retry_after`` when it is a wait to honour, else None (use the backoff)."""
+        if retry_after is None or not math.isfinite(retry_after):
+            return None
+        return retry_after if 0.0 <= retry_after <= self.max_retry_after_s else None
+
+    def wait(self) -> tenacity.wait.wait_base:
+        """The tenacity wait strategy of this policy."""
+        return _RetryAfterOrBackoff(self)
+
+
+class _RetryAfterOrBackoff(tenacity.wait.wait_base):
+    def __init__(self, policy: RetryPolicy) -> None:
+        self.policy = policy
+        self.backoff = tenacity.wait_random_exponential(
+            multiplier=policy.base_delay_s, max=policy.max_delay_s
+        )
+
+    def __call__(self, retry_state: tenacity.RetryCallState) -> float:
+        outcome = retry_state.outcome
+        error = outcome.exception() if outcome is not None else None
+        after = self.policy.usable_retry_after(getattr(error, "retry_after", None))
+        return after if after is not None else self.backoff(retry_state)
 
 
 def parse_retry_after(value: str | None, now: float | None = None) -> float | None:
-    """Seconds from a ``Retry-After`` header: delta-seconds or an HTTP date; None if absent/bad."""
+    """Seconds from a ``Retry-After`` header: delta-seconds or an HTTP date (a past date is 0);
+    None if absent or unreadable. The policy decides whether the number is usable."""
     if not value:
         return None
     value = value.strip()
     try:
-        return max(float(value), 0.0)
+        return float(value)
     except ValueError:
         pass
     try:
@@ -73,12 +93,17 @@ async def retry_async(
 ) -> T:
     """Run ``call``; on :class:`RetryableError` wait and try again, up to ``policy.max_retries``
     times, then raise the error's ``final``. Any other exception propagates at once."""
-    attempt = 0
-    while True:
-        try:
-            return await call()
-        except RetryableError as err:
-            if attempt >= policy.max_retries:
-                raise err.final from None
-            await sleep(policy.delay(attempt, err.retry_after))
-            attempt += 1
+    retrying = tenacity.AsyncRetrying(
+        stop=tenacity.stop_after_attempt(policy.max_retries + 1),
+        wait=policy.wait(),
+        retry=tenacity.retry_if_exception_type(RetryableError),
+        sleep=sleep,
+        reraise=True,
+    )
+    try:
+        async for attempt in retrying:
+            with attempt:
+                result = await call()
+    except RetryableError as err:
+        raise err.final from None
+    return result

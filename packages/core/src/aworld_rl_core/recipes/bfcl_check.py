@@ -15,6 +15,7 @@ from dataclasses import dataclass
 from typing import Any, Literal
 
 from aworld_rl_core.config import option
+from aworld_rl_core.report import percent
 from aworld_rl_core.runs import Run, RunResult
 from aworld_rl_core.tooluse.bfcl.loader import (
     IRRELEVANCE_CATEGORIES,
@@ -141,11 +142,11 @@ def _table_markdown(rows: dict[str, dict[str, float]], cross: bool) -> str:
     lines = [head, rule]
     for name, s in rows.items():
         line = (
-            f"| {name} | {s['passed']} | {s['total']} | {s['pass_rate']:.2%} | "
+            f"| {name} | {s['passed']} | {s['total']} | {percent(s['pass_rate'], 2)} | "
             f"{s['entries_per_s']:.0f} |"
         )
         if cross:
-            line += f" {s['agreement']:.2%} | {s['bfcl_eval_entries_per_s']:.0f} |"
+            line += f" {percent(s['agreement'], 2)} | {s['bfcl_eval_entries_per_s']:.0f} |"
         lines.append(line)
     return "\n".join(lines)
 
@@ -164,10 +165,10 @@ def _print_table(rows: dict[str, dict[str, float]], cross: bool, title: str) -> 
         else:
             table.add_column(column, justify="right")
     for name, s in rows.items():
-        cells = [name, str(s["passed"]), str(s["total"]), f"{s['pass_rate']:.0%}"]
+        cells = [name, str(s["passed"]), str(s["total"]), percent(s["pass_rate"])]
         cells.append(f"{s['entries_per_s']:.0f}")
         if cross:
-            cells += [f"{s['agreement']:.0%}", f"{s['bfcl_eval_entries_per_s']:.0f}"]
+            cells += [percent(s["agreement"]), f"{s['bfcl_eval_entries_per_s']:.0f}"]
         table.add_row(*cells)
     Console().print(table)
 
@@ -209,4 +210,8 @@ def run(cfg: BfclCheckConfig, run: Run) -> RunResult:
     summary = {"bfcl_eval_version": bfcl_version, "categories": rows, **metrics}
     summary_path = run.dir / "summary.json"
     summary_path.write_text(json.dumps(summary, indent=2), encoding="utf-8")
-    return RunResult(metrics=metrics, outputs={"summary": summary_path, "failures": failures_path})
+    return RunResult(
+        metrics=metrics,
+        outputs={"summary": summary_path, "failures": failures_path},
+        headline=["entries", "pass_rate", "agreement"],
+    )

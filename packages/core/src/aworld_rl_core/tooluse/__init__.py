@@ -16,6 +16,7 @@ from aworld_rl_core.tooluse.calls import (
 )
 from aworld_rl_core.tooluse.dispatch import (
     BFCL_DENIED_NAMES,
+    CallLimits,
     Dispatcher,
     ToolResult,
     format_result,
@@ -37,6 +38,7 @@ __all__ = [
     "BFCL_DENIED_NAMES",
     "PROTOCOLS",
     "Call",
+    "CallLimits",
     "Dispatcher",
     "ParseLimits",
     "ParsedResponse",

@@ -1,10 +1,11 @@
 r"""Tool calls as data: parse BFCL's python call lists and JSON call lists without evaluating them.
 
 Model text is never evaluated. ``parse_python_calls`` accepts literal arguments only (str, int,
-float incl. negative, bool, None, list, tuple, dict, nested); anything else (names, attribute
-access on values, lambdas, comprehensions, f-strings, operators, starred or ``**`` arguments,
-dunder names) raises :class:`ToolCallParseError` with the reason. Size limits bound the text
-length, the nesting depth and the number of literal nodes.
+finite float incl. negative, bool, None, list, tuple, dict, nested); anything else (names,
+attribute access on values, lambdas, comprehensions, f-strings, operators, starred or ``**``
+arguments, dunder names, ``1e999``, names that only match after Python's NFKC folding, such as
+``𝐜𝐝`` for ``cd``) raises :class:`ToolCallParseError` with the reason. Size limits bound the
+text length, the nesting depth and the number of literal nodes.
 
 Two readers give the same results: a token scanner for the common plain form (``[f(a=1,
 b='x')]``: unprefixed strings whose only escapes are ``\\ \' \" \n \t \r \xHH \uHHHH``, decimal
@@ -132,7 +133,28 @@ def _calls_from_ast(source: str, limits: ParseLimits) -> list[Call]:
             f"expected a list of calls such as [f(a=1)], got a {_describe(body)}"
         )
     budget = _Budget(limits, calls=len(nodes))
-    return [_call_from_node(node, budget) for node in nodes]
+    calls = [_call_from_node(node, budget) for node in nodes]
+    if not source.isascii():  # Python folds look-alike identifiers (NFKC): 𝐜𝐝 reads as cd
+        for node, call in zip(nodes, calls, strict=True):
+            _check_as_written(source, node, call)  # type: ignore[arg-type]
+    return calls
+
+
+def _check_as_written(source: str, node: ast.Call, call: Call) -> None:
+    """Refuse a call whose function or argument names are spelled otherwise in ``source``."""
+    written = "".join((ast.get_source_segment(source, node.func) or "").split())
+    if written != call.name:
+        raise ToolCallParseError(
+            f"function name {written!r} is not ASCII as written (it reads as {call.name!r} "
+            "only after Unicode folding); write the exact name"
+        )
+    for kw in node.keywords:
+        segment = ast.get_source_segment(source, kw) or ""
+        name = segment.split("=", 1)[0].strip()
+        if name != kw.arg:
+            raise ToolCallParseError(
+                f"{call.name}: argument name {name!r} is not ASCII as written; write {kw.arg!r}"
+            )
 
 
 class _Budget:
@@ -209,12 +231,16 @@ def _literal(node: ast.expr, budget: _Budget, depth: int) -> Any:
         budget.fail(depth)
     if isinstance(node, ast.Constant):
         value = node.value
+        if type(value) is float and not math.isfinite(value):
+            raise ToolCallParseError(f"number {_snippet(node)} is out of range (not finite)")
         if value is None or isinstance(value, (str, bool, int, float)):
             return value
         return _constant(value)
     if isinstance(node, ast.UnaryOp) and isinstance(node.op, (ast.USub, ast.UAdd)):
         operand = node.operand
         if isinstance(operand, ast.Constant) and _is_number(operand.value):
+            if type(operand.value) is float and not math.isfinite(operand.value):
+                raise ToolCallParseError(f"number {_snippet(node)} is out of range (not finite)")
             return -operand.value if isinstance(node.op, ast.USub) else operand.value
         raise ToolCallParseError(f"unary sign only applies to numbers, got {_snippet(node)}")
     if isinstance(node, ast.List):
@@ -393,7 +419,10 @@ def _scan_value(token: str, it: Iterator[str], depth: int, budget: list[int]) ->
         if len(token) > 40:  # leave long digit strings (int digit limits) to the ast reader
             raise _NotPlain
         if "." in token or "e" in token or "E" in token:
-            return float(token)
+            number = float(token)
+            if not math.isfinite(number):  # 1e999: the ast reader gives the error
+                raise _NotPlain
+            return number
         return int(token)
     if kind == _IDENT:
         if token in _CONSTANTS:
@@ -498,9 +527,7 @@ def format_python_calls(calls: Iterable[Call]) -> str:
 
 def _format_value(value: Any) -> str:
     if isinstance(value, float) and not math.isfinite(value):
-        if math.isnan(value):
-            raise ValueError("NaN has no literal form in a python call string")
-        return "1e999" if value > 0 else "-1e999"
+        raise ValueError(f"{value} has no literal form in a python call string (not finite)")
     if isinstance(value, list):
         return "[" + ", ".join(_format_value(v) for v in value) + "]"
     if isinstance(value, tuple):
@@ -580,7 +607,7 @@ def _load_json(text: str, limits: ParseLimits, *, what: str) -> Any:
             f"{what} JSON has {len(text)} characters, over the limit of {limits.max_chars}"
         )
     try:
-        return json.loads(text, parse_constant=_reject_constant)
+        return json.loads(text, parse_constant=_reject_constant, parse_float=_finite_float)
     except json.JSONDecodeError as exc:
         raise ToolCallParseError(f"{what} is not valid JSON: {exc.msg} at char {exc.pos}") from None
     except ToolCallParseError:
@@ -595,6 +622,13 @@ def _reject_constant(name: str) -> Any:
     raise ToolCallParseError(f"JSON constant {name} is not allowed in tool calls")
 
 
+def _finite_float(text: str) -> float:
+    value = float(text)
+    if not math.isfinite(value):
+        raise ToolCallParseError(f"JSON number {text[:40]} is out of range (not finite)")
+    return value
+
+
 def _check_json_value(value: Any, budget: _Budget, depth: int) -> None:
     budget.spend(depth)
     if isinstance(value, Mapping):
@@ -603,5 +637,7 @@ def _check_json_value(value: Any, budget: _Budget, depth: int) -> None:
     elif isinstance(value, (list, tuple)):
         for v in value:
             _check_json_value(v, budget, depth + 1)
+    elif type(value) is float and not math.isfinite(value):
+        raise ToolCallParseError(f"number {value} is not allowed (not finite)")
     elif not (value is None or isinstance(value, (str, int, float, bool))):
         raise ToolCallParseError(f"value of type {type(value).__name__} is not allowed")

@@ -3,18 +3,26 @@
 The name -> method table is built once, from each instance's class with ``inspect`` (public
 functions and classmethods only: no leading underscore, no properties, no instance attributes),
 and calls are looked up in that dict. Arguments are bound against the method's signature before
-anything runs. Results are rendered as text exactly as BFCL's executor
-(``execute_multi_turn_func_call``) renders them, so BFCL's response checker can compare them.
+anything runs, and checked against :class:`CallLimits`: integer sizes and the ranges of costly
+parameters (a ``precision`` of a million digits) before the call, a time bound as the backstop.
+A call over a limit returns an error result and runs nothing. Process-global state a tool may
+change (the ``decimal`` context's precision and rounding, ``mpmath``'s precision) is restored
+after every call. Results
+are rendered as text exactly as BFCL's executor (``execute_multi_turn_func_call``) renders them,
+so BFCL's response checker can compare them.
 """
 
 from __future__ import annotations
 
+import copy
+import decimal
 import functools
 import inspect
 import json
+import sys
 import types
 from collections.abc import Callable, Iterable, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any, Literal
 
 from aworld_rl_core.tooluse.calls import (
@@ -24,9 +32,11 @@ from aworld_rl_core.tooluse.calls import (
     ToolCallParseError,
     parse_python_calls,
 )
+from aworld_rl_core.tooluse.timer import CallTimeout, arm, disarm
 
 __all__ = [
     "BFCL_DENIED_NAMES",
+    "CallLimits",
     "Dispatcher",
     "ToolResult",
     "format_result",
@@ -39,8 +49,38 @@ BFCL_DENIED_NAMES = frozenset({"kill", "exit", "quit", "remove", "unlink", "pope
 ERROR_PREFIX = "Error during execution: "
 
 ResultKind = Literal[
-    "ok", "returned_error", "raised", "bad_arguments", "unknown_function", "denied", "parse_error"
+    "ok",
+    "returned_error",
+    "raised",
+    "bad_arguments",
+    "over_limit",
+    "unknown_function",
+    "denied",
+    "parse_error",
 ]
+
+Range = tuple[float | None, float | None]
+
+
+@dataclass(frozen=True)
+class CallLimits:
+    """What a call may ask for. The argument checks run before the call and cost little.
+
+    ``max_int_digits`` bounds every integer in the arguments, at any depth. ``numbers`` bounds
+    named numeric parameters, ``(low, high)`` inclusive (``None``: open): ``"precision"`` applies
+    to that parameter of every method, ``"power.exponent"`` to one method's. ``time_s`` stops a
+    call still running after that many seconds (``tooluse.timer``); it is the backstop, not the
+    bound: it works in the main thread and interrupts Python code only (a C-level
+    ``Decimal.sqrt`` at a million digits runs to its end), hence the argument bounds. ``None``
+    turns it off.
+    """
+
+    max_int_digits: int = 100
+    numbers: Mapping[str, Range] = field(default_factory=dict)
+    time_s: float | None = 10.0
+
+
+DEFAULT_CALL_LIMITS = CallLimits()
 
 
 @dataclass(frozen=True)
@@ -91,6 +131,7 @@ class _MethodSpec:
     required: frozenset[str]
     has_varargs: bool
     has_varkw: bool
+    mutable_defaults: tuple[tuple[str, Any], ...]  # list/dict/set defaults, shared by every call
 
     @classmethod
     def of(cls, func: Callable[..., Any], is_classmethod: bool) -> _MethodSpec:
@@ -117,7 +158,24 @@ class _MethodSpec:
             required=required,
             has_varargs=any(p.kind is P.VAR_POSITIONAL for p in params),
             has_varkw=any(p.kind is P.VAR_KEYWORD for p in params),
+            mutable_defaults=tuple(
+                (p.name, p.default) for p in params if isinstance(p.default, (list, dict, set))
+            ),
         )
+
+    def fresh_defaults(self, positional: tuple[Any, ...], arguments: dict[str, Any]) -> dict:
+        """``arguments`` plus a copy of each mutable default the call leaves out, so that a
+        tool that keeps and changes it (BFCL's ``post_tweet(tags=[], mentions=[])`` then
+        ``mention``) cannot leak state into later calls, instances or episodes."""
+        filled = self.pos_names[: len(positional)]
+        missing = [
+            (name, default)
+            for name, default in self.mutable_defaults
+            if name not in arguments and name not in filled
+        ]
+        if not missing:
+            return arguments
+        return {**arguments, **{name: copy.deepcopy(default) for name, default in missing}}
 
     def fits(self, positional: tuple[Any, ...], arguments: Mapping[str, Any]) -> bool:
         """Whether the call binds to the signature (what ``Signature.bind`` decides, faster)."""
@@ -164,7 +222,8 @@ class Dispatcher:
     sequence of instances. When several instances expose the same method name, ``on_conflict``
     decides: ``"last"`` (BFCL's rule: the later instance in order wins), ``"first"``, or
     ``"error"`` (raise at construction). ``deny`` names are refused with BFCL's message;
-    ``allow`` (when given) restricts the table to those names.
+    ``allow`` (when given) restricts the table to those names. ``call_limits`` bounds each call
+    (:class:`CallLimits`).
     """
 
     def __init__(
@@ -175,6 +234,7 @@ class Dispatcher:
         deny: Iterable[str] = (),
         allow: Iterable[str] | None = None,
         limits: ParseLimits = DEFAULT_LIMITS,
+        call_limits: CallLimits = DEFAULT_CALL_LIMITS,
     ) -> None:
         if on_conflict not in ("last", "first", "error"):
             raise ValueError(f"on_conflict must be 'last', 'first' or 'error', not {on_conflict!r}")
@@ -204,6 +264,13 @@ class Dispatcher:
                 owner[name] = label
         self._table = table
         self._owner = owner
+        self._call_limits = call_limits
+        self._int_bound = 10**call_limits.max_int_digits
+        self._ranges = {
+            name: ranges
+            for name, (spec, _) in table.items()
+            if (ranges := _ranges_of(name, spec, call_limits.numbers))
+        }
 
     # -- introspection -------------------------------------------------------------------------
 
@@ -250,13 +317,50 @@ class Dispatcher:
                 method, spec.signature, call.positional, call.arguments
             )
             return ToolResult(f"{ERROR_PREFIX}{message}", "bad_arguments", call)
+        problem = self._over_limit(name, spec, call)
+        if problem:
+            return ToolResult(f"{ERROR_PREFIX}{problem}", "over_limit", call)
         try:
-            value = spec.func(target, *call.positional, **call.arguments)
-            text = format_result(value)
+            arguments = call.arguments
+            if spec.mutable_defaults:
+                arguments = spec.fresh_defaults(call.positional, arguments)
+            value, text = _run(
+                self._call_limits.time_s, spec.func, target, call.positional, arguments
+            )
+        except CallTimeout:
+            seconds = self._call_limits.time_s
+            return ToolResult(
+                f"{ERROR_PREFIX}{short} did not finish within {seconds:g} s and was stopped",
+                "over_limit",
+                call,
+            )
         except Exception as exc:  # a tool failing is an observation for the model, not a crash
             return ToolResult(f"{ERROR_PREFIX}{exc}", "raised", call)
         kind: ResultKind = "returned_error" if _is_error_dict(value) else "ok"
         return ToolResult(text, kind, call, value)
+
+    def _over_limit(self, name: str, spec: _MethodSpec, call: Call) -> str:
+        """Why the call's arguments are over the limits ("" when they are not)."""
+        bound = self._int_bound
+        for values in (call.positional, call.arguments.values()):
+            for value in values:
+                if type(value) not in _SCALARS and not _ints_within(value, bound):
+                    return (
+                        f"an integer argument of {name} has more than "
+                        f"{self._call_limits.max_int_digits} digits"
+                    )
+        ranges = self._ranges.get(name)
+        if ranges:
+            for param, (low, high) in ranges.items():
+                value = _argument(spec, call, param)
+                if not _is_number(value):
+                    continue
+                if (low is not None and value < low) or (high is not None and value > high):
+                    return (
+                        f"{name}({param}={value!r}) is out of the allowed range "
+                        f"[{_bound_text(low)}, {_bound_text(high)}]"
+                    )
+        return ""
 
     def execute(self, calls: Iterable[str | Call]) -> list[ToolResult]:
         """Run calls given as :class:`Call` objects or BFCL call strings (``"cd(folder='x')"``)."""
@@ -288,6 +392,80 @@ class Dispatcher:
 
 def _is_error_dict(value: Any) -> bool:
     return isinstance(value, dict) and "error" in value
+
+
+_SCALARS = frozenset({str, float, bool, type(None)})
+
+
+def _ints_within(value: Any, bound: int) -> bool:
+    kind = type(value)
+    if kind is int:
+        return -bound < value < bound
+    if kind in (list, tuple):
+        return all(_ints_within(v, bound) for v in value)
+    if kind is dict:
+        return all(_ints_within(k, bound) and _ints_within(v, bound) for k, v in value.items())
+    return True
+
+
+def _is_number(value: Any) -> bool:
+    return type(value) in (int, float)
+
+
+def _bound_text(bound: float | None) -> str:
+    return "-" if bound is None else f"{bound:g}"
+
+
+def _ranges_of(name: str, spec: _MethodSpec, numbers: Mapping[str, Range]) -> dict[str, Range]:
+    params = set(spec.pos_names) | spec.kw_names
+    return {
+        param: numbers.get(f"{name}.{param}", numbers.get(param))  # type: ignore[misc]
+        for param in params
+        if f"{name}.{param}" in numbers or param in numbers
+    }
+
+
+def _argument(spec: _MethodSpec, call: Call, param: str) -> Any:
+    if param in call.arguments:
+        return call.arguments[param]
+    if param in spec.pos_names:
+        index = spec.pos_names.index(param)
+        if index < len(call.positional):
+            return call.positional[index]
+    return None
+
+
+def _run(
+    time_s: float | None,
+    func: Callable[..., Any],
+    target: object,
+    positional: tuple[Any, ...],
+    arguments: Mapping[str, Any],
+) -> tuple[Any, str]:
+    """The call and its rendering, under the backstop timer; then the ``decimal`` context's
+    precision and rounding and ``mpmath``'s precision are put back (tools set them globally:
+    BFCL's MathAPI does). The rendering comes first: ``mpmath`` numbers print at the tool's
+    precision."""
+    ctx = decimal.getcontext()
+    prec, rounding = ctx.prec, ctx.rounding
+    mpmath = sys.modules.get("mpmath")
+    mp_prec = mpmath.mp.prec if mpmath is not None else _MPMATH_DEFAULT_PREC
+    outer = arm(time_s)
+    try:
+        value = func(target, *positional, **arguments)
+        return value, format_result(value)
+    finally:
+        disarm(outer)
+        if decimal.getcontext() is not ctx:
+            decimal.setcontext(ctx)
+        if ctx.prec != prec or ctx.rounding != rounding:
+            ctx.prec, ctx.rounding = prec, rounding
+        mpmath = sys.modules.get("mpmath")  # the tool may have imported it
+        if mpmath is not None and mpmath.mp.prec != mp_prec:
+            mpmath.mp.prec = mp_prec
+
+
+_MPMATH_DEFAULT_PREC = 53
 
 
 # ---------------------------------------------------------------------------------------------

@@ -369,7 +369,17 @@ def parse_hermes(
             errors.append(f"<{think_tag}> must come first")
         reasoning = thinks[0].content.strip()
     calls: list[Call] = []
-    for i, block in enumerate(scan.of(call_tag)):
+    blocks = scan.of(call_tag)
+    chars = sum(len(b.content) for b in blocks)
+    if len(blocks) > limits.max_calls:
+        errors.append(f"{len(blocks)} <{call_tag}> blocks, over the limit of {limits.max_calls}")
+        blocks = []
+    elif chars > limits.max_chars:
+        errors.append(
+            f"<{call_tag}> blocks hold {chars} characters, over the limit of {limits.max_chars}"
+        )
+        blocks = []
+    for i, block in enumerate(blocks):
         try:
             body = block.content.strip()
             if not body.startswith("{"):

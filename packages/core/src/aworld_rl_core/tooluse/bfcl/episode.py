@@ -19,9 +19,18 @@ from aworld_rl_core.tooluse.bfcl.prompts import missed_function_message
 from aworld_rl_core.tooluse.bfcl.schemas import to_openai_tools
 from aworld_rl_core.tooluse.bfcl.verdict import NO_DETAILS
 from aworld_rl_core.tooluse.calls import Call, ToolCallParseError, parse_python_calls
-from aworld_rl_core.tooluse.dispatch import BFCL_DENIED_NAMES, Dispatcher, ToolResult
+from aworld_rl_core.tooluse.dispatch import BFCL_DENIED_NAMES, CallLimits, Dispatcher, ToolResult
 
 _CACHEABLE_CHARS = 512
+
+BFCL_CALL_LIMITS = CallLimits(
+    max_int_digits=100,
+    numbers={"precision": (0, 1000), "power.exponent": (-1000, 1000)},
+    time_s=10.0,
+)
+"""Bounds on every call of a BFCL episode (ground truths stay far inside them: precision <= 10,
+small exponents). Without them ``power(base=10, exponent=30000000)`` or ``square_root(number=2,
+precision=10**7)`` stall an episode for many seconds in C code that no timer can interrupt."""
 
 
 def _immutable(value: Any) -> bool:
@@ -95,10 +104,17 @@ class MultiTurnEpisode:
     ``execute(calls)`` runs call strings (or :class:`Call` objects) against this episode's API
     instances and returns BFCL-rendered result strings; ``end_turn()`` replays the turn's ground
     truth on a twin set of instances and compares. ``judge=False`` skips the twin (execution only).
+    Every call is bounded by ``call_limits`` (:data:`BFCL_CALL_LIMITS`): one over a limit gives an
+    error result (kind ``over_limit``) and the episode goes on.
     """
 
     def __init__(
-        self, entry: BfclEntry, *, judge: bool = True, irrelevance_check: bool = True
+        self,
+        entry: BfclEntry,
+        *,
+        judge: bool = True,
+        irrelevance_check: bool = True,
+        call_limits: CallLimits = BFCL_CALL_LIMITS,
     ) -> None:
         if not entry.is_multi_turn:
             raise ValueError(f"{entry.id} is a {entry.category} entry, not a multi-turn one")
@@ -110,12 +126,16 @@ class MultiTurnEpisode:
         self.turn = 0
         self.turn_results: list[TurnResult] = []
         self._instances = self._new_instances()
-        self._dispatcher = Dispatcher(self._instances, deny=BFCL_DENIED_NAMES)
+        self._dispatcher = Dispatcher(
+            self._instances, deny=BFCL_DENIED_NAMES, call_limits=call_limits
+        )
         self._twin: dict[str, object] | None = None
         self._twin_dispatcher: Dispatcher | None = None
         if judge:
             self._twin = self._new_instances()
-            self._twin_dispatcher = Dispatcher(self._twin, deny=BFCL_DENIED_NAMES)
+            self._twin_dispatcher = Dispatcher(
+                self._twin, deny=BFCL_DENIED_NAMES, call_limits=call_limits
+            )
         self._all_results: Counter[str] = Counter()
         self._turn_calls = 0
         self._closed = False

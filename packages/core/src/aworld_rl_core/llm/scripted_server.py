@@ -1,10 +1,16 @@
-"""A scripted OpenAI-compatible chat server: a TEST DOUBLE for vLLM / SGLang / hosted APIs.
+"""A scripted OpenAI-compatible chat endpoint standing in for vLLM / SGLang / hosted APIs: a
+test double, and the offline endpoint of demo presets (no GPU, no network, no model).
 
-It listens on 127.0.0.1 (ephemeral port) in a background thread, answers
-``POST /v1/chat/completions`` from a script, injects faults on demand and logs every request::
+One script (:class:`ScriptedLLM`: replies, injected faults, a log of requests) played two ways:
+
+- :class:`ScriptedTransport`, in process: an ``httpx.MockTransport`` to hand to
+  ``OpenAIClient(transport=...)``; no socket, no thread. Client unit tests use it.
+- :class:`ScriptedLLMServer`, on a real socket (127.0.0.1, ephemeral port, a background
+  thread), for code that only takes a ``base_url`` (recipes, jobs in a subprocess) and for
+  concurrency figures::
 
     from aworld_rl_core.llm import OpenAIClient
-    from aworld_rl_core.testing.llm_server import Fault, ScriptedLLMServer
+    from aworld_rl_core.llm.scripted_server import Fault, ScriptedLLMServer
 
     def judge(body):                      # body: the parsed JSON request
         last = body["messages"][-1]["content"]
@@ -20,10 +26,11 @@ It listens on 127.0.0.1 (ephemeral port) in a background thread, answers
 A reply is a string (the assistant content), a dict (an assistant message, e.g. with
 ``tool_calls``; or a whole response body if it has ``choices``) or a :class:`Fault`. ``reply`` is
 one of these, a function of the request body returning one, or a list consumed in order.
-Faults: ``delay`` (slow answer), ``hang`` (no answer until the client gives up), ``error``
-(any status, optional ``Retry-After``), ``rate_limit`` (429), ``garbage`` (200 with a non-JSON
-body) and ``drop`` (connection closed without an answer). A reply function may return any fault
-but ``delay`` (it can sleep itself). ``GET /v1/models`` lists ``model``; streaming is refused.
+Faults: ``delay`` (slow answer), ``hang`` (no answer until the client gives up), ``drip`` (a
+good answer sent one byte at a time), ``error`` (any status, optional ``Retry-After``),
+``rate_limit`` (429), ``garbage`` (200 with a body that is not a chat completion) and ``drop``
+(connection closed without an answer). A reply function may return any fault but ``delay`` (it
+can sleep itself). ``GET /v1/models`` lists ``model``; streaming is refused.
 """
 
 from __future__ import annotations
@@ -39,7 +46,7 @@ from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any, Literal
 
-FaultKind = Literal["delay", "hang", "error", "garbage", "drop"]
+FaultKind = Literal["delay", "hang", "drip", "error", "garbage", "drop"]
 
 
 @dataclass(frozen=True)
@@ -61,6 +68,11 @@ class Fault:
     def hang(cls, seconds: float = 3600.0) -> Fault:
         """Send nothing for ``seconds`` (or until the server stops), then close the connection."""
         return cls("hang", seconds=seconds)
+
+    @classmethod
+    def drip(cls, interval_s: float = 0.4) -> Fault:
+        """A normal answer whose body goes out one byte every ``interval_s`` seconds."""
+        return cls("drip", seconds=interval_s)
 
     @classmethod
     def error(
@@ -107,9 +119,25 @@ def _echo(body: dict) -> str:
     return f"echo: {users[-1].get('content', '') if users else ''}"
 
 
-class ScriptedLLMServer:
-    """Scripted chat-completions server (test double); use as a context manager or call
-    :meth:`start` / :meth:`stop`. ``latency_s`` delays every chat answer."""
+@dataclass(frozen=True)
+class _Answer:
+    """What to do with one request: wait ``wait_s``, then send ``status`` / ``body`` (or act out
+    ``fault``: hang, drop or drip)."""
+
+    wait_s: float = 0.0
+    status: int = 200
+    body: bytes = b""
+    headers: dict[str, str] = field(default_factory=dict)
+    fault: Fault | None = None
+
+
+def _json_answer(status: int, data: Any, wait_s: float = 0.0) -> _Answer:
+    return _Answer(wait_s, status, json.dumps(data).encode())
+
+
+class ScriptedLLM:
+    """The script: replies, injected faults, the request log and in-flight counts.
+    ``latency_s`` delays every chat answer."""
 
     def __init__(
         self,
@@ -117,8 +145,6 @@ class ScriptedLLMServer:
         *,
         latency_s: float = 0.0,
         model: str = "scripted-model",
-        host: str = "127.0.0.1",
-        port: int = 0,
     ) -> None:
         self.model = model
         self.latency_s = latency_s
@@ -134,51 +160,9 @@ class ScriptedLLMServer:
             self._reply_fn = lambda _body, fixed=reply: fixed
         self._faults: collections.deque[Fault] = collections.deque()
         self._lock = threading.Lock()
-        self._stop = threading.Event()
         self._log: list[RecordedRequest] = []
         self._in_flight = 0
         self._max_in_flight = 0
-        self._httpd = _Server((host, port), _Handler)
-        self._httpd.owner = self
-        self._thread: threading.Thread | None = None
-
-    # -- lifecycle ---------------------------------------------------------------------------
-    @property
-    def port(self) -> int:
-        return self._httpd.server_address[1]
-
-    @property
-    def url(self) -> str:
-        """``http://127.0.0.1:<port>``."""
-        return f"http://{self._httpd.server_address[0]}:{self.port}"
-
-    @property
-    def base_url(self) -> str:
-        """The OpenAI base URL, ``http://127.0.0.1:<port>/v1``."""
-        return f"{self.url}/v1"
-
-    def start(self) -> ScriptedLLMServer:
-        if self._thread is None:
-            self._thread = threading.Thread(
-                target=self._httpd.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True
-            )
-            self._thread.start()
-        return self
-
-    def stop(self) -> None:
-        """Stop serving; hanging handlers are released."""
-        self._stop.set()
-        if self._thread is not None:
-            self._httpd.shutdown()
-            self._thread.join()
-            self._thread = None
-        self._httpd.server_close()
-
-    def __enter__(self) -> ScriptedLLMServer:
-        return self.start()
-
-    def __exit__(self, *exc: object) -> None:
-        self.stop()
 
     # -- scripting ---------------------------------------------------------------------------
     def inject(self, *faults: Fault) -> None:
@@ -248,10 +232,6 @@ class ScriptedLLMServer:
         assert fn is not None
         return fn(body)
 
-    def _wait(self, seconds: float) -> bool:
-        """Sleep ``seconds`` unless the server stops first; True if it stopped."""
-        return self._stop.wait(seconds)
-
     def completion_body(self, reply: str | dict, request: dict) -> dict:
         """The OpenAI response body for a string or message-dict reply."""
         if isinstance(reply, dict) and "choices" in reply:
@@ -281,6 +261,169 @@ class ScriptedLLMServer:
             },
         }
 
+    def _plan(self, path: str, body: Any) -> _Answer:
+        """The answer to a POST of ``body`` to ``path`` (takes the next fault or reply)."""
+        if not path.rstrip("/").endswith("/chat/completions"):
+            return _json_answer(404, {"error": {"message": f"no route {path}"}})
+        if not isinstance(body, dict) or not isinstance(body.get("messages"), list):
+            return _json_answer(
+                400, {"error": {"message": "body must be JSON with a 'messages' list"}}
+            )
+        if body.get("stream"):
+            return _json_answer(400, {"error": {"message": "streaming is not scripted"}})
+        fault = self._next_fault()
+        wait = self.latency_s
+        reply: Reply | None = fault
+        if fault is None or fault.kind == "delay":
+            wait += fault.seconds if fault is not None else 0.0
+            reply = self._next_reply(body)
+        if not isinstance(reply, Fault):
+            return _json_answer(200, self.completion_body(reply, body), wait)
+        if reply.kind == "drip":
+            answer = json.dumps(self.completion_body(self._next_reply(body), body)).encode()
+            return _Answer(wait, 200, answer, fault=reply)
+        if reply.kind in ("hang", "drop"):
+            return _Answer(wait, fault=reply)
+        if reply.kind == "delay":  # only inject() may delay; a reply function can sleep
+            return _json_answer(500, {"error": {"message": "Fault.delay returned as a reply"}})
+        headers = {"Retry-After": reply.retry_after} if reply.retry_after else {}
+        return _Answer(wait, reply.status, reply.body, headers)
+
+
+class ScriptedTransport(ScriptedLLM):
+    """The script in process: ``OpenAIClient(base_url=t.base_url, transport=t.transport)``.
+
+    Waits are ``asyncio.sleep``; a hang sleeps until the client gives up; a drop raises
+    ``httpx.RemoteProtocolError`` as a closed connection does."""
+
+    base_url = "http://scripted.invalid/v1"
+
+    @property
+    def transport(self) -> Any:
+        import httpx
+
+        return httpx.MockTransport(self._handle)
+
+    async def _handle(self, request: Any) -> Any:
+        import asyncio
+
+        import httpx
+
+        body: Any = None
+        if request.method == "POST":
+            try:
+                body = json.loads(request.content)
+            except ValueError:
+                body = None
+        headers = {
+            "-".join(p.capitalize() for p in k.split("-")): v for k, v in request.headers.items()
+        }
+        self._enter(RecordedRequest(request.method, request.url.path, headers, body))
+        try:
+            if request.method == "GET":
+                answer = self._get(request.url.path)
+            else:
+                answer = self._plan(request.url.path, body)
+            if answer.wait_s:
+                await asyncio.sleep(answer.wait_s)
+            fault = answer.fault
+            if fault is not None and fault.kind == "hang":
+                await asyncio.sleep(fault.seconds)
+            if fault is not None and fault.kind in ("hang", "drop"):
+                raise httpx.RemoteProtocolError("scripted: connection closed without an answer")
+            headers = {"Content-Type": "application/json", **answer.headers}
+            if fault is not None and fault.kind == "drip":
+                return httpx.Response(
+                    answer.status, headers=headers, stream=_drip(answer.body, fault.seconds)
+                )
+            return httpx.Response(answer.status, headers=headers, content=answer.body)
+        finally:
+            self._leave()
+
+    def _get(self, path: str) -> _Answer:
+        if path.rstrip("/").endswith("/models"):
+            return _json_answer(
+                200, {"object": "list", "data": [{"id": self.model, "object": "model"}]}
+            )
+        return _json_answer(404, {"error": {"message": f"no route {path}"}})
+
+
+def _drip(body: bytes, interval_s: float) -> Any:
+    """An httpx async body that yields one byte per ``interval_s``."""
+    import asyncio
+
+    import httpx
+
+    class Drip(httpx.AsyncByteStream):
+        async def __aiter__(self) -> Any:
+            for i in range(len(body)):
+                yield body[i : i + 1]
+                await asyncio.sleep(interval_s)
+
+    return Drip()
+
+
+class ScriptedLLMServer(ScriptedLLM):
+    """The script on a real socket; use as a context manager or call :meth:`start` /
+    :meth:`stop`."""
+
+    def __init__(
+        self,
+        reply: ReplySource = None,
+        *,
+        latency_s: float = 0.0,
+        model: str = "scripted-model",
+        host: str = "127.0.0.1",
+        port: int = 0,
+    ) -> None:
+        super().__init__(reply, latency_s=latency_s, model=model)
+        self._stop = threading.Event()
+        self._httpd = _Server((host, port), _Handler)
+        self._httpd.owner = self
+        self._thread: threading.Thread | None = None
+
+    # -- lifecycle ---------------------------------------------------------------------------
+    @property
+    def port(self) -> int:
+        return self._httpd.server_address[1]
+
+    @property
+    def url(self) -> str:
+        """``http://127.0.0.1:<port>``."""
+        return f"http://{self._httpd.server_address[0]}:{self.port}"
+
+    @property
+    def base_url(self) -> str:
+        """The OpenAI base URL, ``http://127.0.0.1:<port>/v1``."""
+        return f"{self.url}/v1"
+
+    def start(self) -> ScriptedLLMServer:
+        if self._thread is None:
+            self._thread = threading.Thread(
+                target=self._httpd.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True
+            )
+            self._thread.start()
+        return self
+
+    def stop(self) -> None:
+        """Stop serving; hanging handlers are released."""
+        self._stop.set()
+        if self._thread is not None:
+            self._httpd.shutdown()
+            self._thread.join()
+            self._thread = None
+        self._httpd.server_close()
+
+    def __enter__(self) -> ScriptedLLMServer:
+        return self.start()
+
+    def __exit__(self, *exc: object) -> None:
+        self.stop()
+
+    def _wait(self, seconds: float) -> bool:
+        """Sleep ``seconds`` unless the server stops first; True if it stopped."""
+        return self._stop.wait(seconds)
+
 
 class _Server(ThreadingHTTPServer):
     daemon_threads = True
@@ -299,11 +442,18 @@ class _Handler(BaseHTTPRequestHandler):
     def log_message(self, format: str, *args: Any) -> None:
         """No per-request logging."""
 
-    def _send(self, status: int, body: bytes, headers: dict[str, str] | None = None) -> None:
+    def _send(
+        self,
+        status: int,
+        body: bytes,
+        headers: dict[str, str] | None = None,
+        *,
+        length: int | None = None,
+    ) -> None:
         self.send_response(status)
-        self.send_header("Content-Type", "application/json")
-        self.send_header("Content-Length", str(len(body)))
-        for key, value in (headers or {}).items():
+        headers = {"Content-Type": "application/json", **(headers or {})}
+        headers["Content-Length"] = str(len(body) if length is None else length)
+        for key, value in headers.items():
             self.send_header(key, value)
         self.end_headers()
         self._finish()  # counted out before the client can read its answer
@@ -354,38 +504,27 @@ class _Handler(BaseHTTPRequestHandler):
             self._finish()
 
     def _answer(self, owner: ScriptedLLMServer, body: Any) -> None:
-        if not self.path.rstrip("/").endswith("/chat/completions"):
-            self._json(404, {"error": {"message": f"no route {self.path}"}})
-            return
-        if not isinstance(body, dict) or not isinstance(body.get("messages"), list):
-            self._json(400, {"error": {"message": "body must be JSON with a 'messages' list"}})
-            return
-        if body.get("stream"):
-            self._json(400, {"error": {"message": "streaming is not scripted"}})
-            return
-        fault = owner._next_fault()
-        if owner.latency_s and owner._wait(owner.latency_s):
+        answer = owner._plan(self.path, body)
+        if answer.wait_s and owner._wait(answer.wait_s):
             self._drop()
             return
-        reply: Reply | None = fault
-        if fault is None or fault.kind == "delay":
-            if fault is not None and owner._wait(fault.seconds):
-                self._drop()
-                return
-            reply = owner._next_reply(body)
-        if isinstance(reply, Fault):
-            self._fault(owner, reply)
-        else:
-            self._json(200, owner.completion_body(reply, body))
-
-    def _fault(self, owner: ScriptedLLMServer, fault: Fault) -> None:
-        if fault.kind == "hang":
+        fault = answer.fault
+        if fault is not None and fault.kind == "hang":
             owner._wait(fault.seconds)
+        if fault is not None and fault.kind in ("hang", "drop"):
             self._drop()
-        elif fault.kind == "drop":
-            self._drop()
-        elif fault.kind == "delay":  # only inject() may delay; a reply function can sleep
-            self._json(500, {"error": {"message": "Fault.delay returned as a reply"}})
-        else:
-            headers = {"Retry-After": fault.retry_after} if fault.retry_after else None
-            self._send(fault.status, fault.body, headers)
+            return
+        headers = {"Content-Type": "application/json", **answer.headers}
+        if fault is None or fault.kind != "drip":
+            self._send(answer.status, answer.body, headers)
+            return
+        self._send(answer.status, b"", headers, length=len(answer.body))
+        for i in range(len(answer.body)):
+            if owner._wait(fault.seconds):
+                break
+            try:
+                self.wfile.write(answer.body[i : i + 1])
+                self.wfile.flush()
+            except OSError:  # the client gave up
+                break
+        self._drop()
