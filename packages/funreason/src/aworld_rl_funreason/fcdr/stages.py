@@ -1,11 +1,13 @@
-"""One sample through FCDR: classify -> (CoT generation) -> query/tools -> CoT -> function and
-parameters -> format.
+"""FCDR's stages on core's pipeline: classify -> (CoT generation) -> query/tools -> CoT ->
+function and parameters -> format, one ``aworld_rl_core.pipeline.Stage`` each.
 
 Deterministic checks decide where they can (``settings.deterministic``): a reference that
 parses as a call list is a function call; a schema violation fails the parameter check without
 asking; a parseable but non-canonical list (``[ f(...)]``) is rewritten canonically. Every
 regenerated call list is re-validated by the parser and the schema before it replaces the
-reference.
+reference. A judge reply without a readable verdict is a ``Regenerate`` (asked again while
+the stage's attempts last). Each record keeps FCDR's own trail (verdict and who decided: rule,
+judge or teacher) besides the pipeline's.
 """
 
 from __future__ import annotations
@@ -15,6 +17,7 @@ from collections.abc import Iterable, Mapping
 from dataclasses import asdict, dataclass, field
 from typing import Any, Literal
 
+from aworld_rl_core.pipeline import Failed, Passed, Pipeline, Regenerate, Stage, StageContext
 from aworld_rl_core.tooluse.calls import ToolCallParseError, format_python_calls, parse_python_calls
 from aworld_rl_funreason.data import FcSample, split_response
 from aworld_rl_funreason.fcdr.prompts import cot_messages, judge_messages
@@ -108,158 +111,214 @@ def validate_call_list(text: str, tools: list[dict]) -> tuple[str | None, str]:
     return format_python_calls(calls), ""
 
 
-class _Run:
-    """State of one sample while it moves through the stages."""
+@dataclass
+class FcdrItem:
+    """What flows between the FCDR stages: the (possibly corrected) sample, its FCDR trail and
+    the reason a stage gave when it ended the record."""
 
-    def __init__(self, sample: FcSample, judge: Any, teacher: Any, settings: FcdrSettings):
-        self.sample = sample
-        self.judge = judge
-        self.teacher = teacher
-        self.settings = settings
-        self.trail: list[StageRecord] = []
+    sample: FcSample
+    trail: list[StageRecord] = field(default_factory=list)
+    reason: str = ""
 
     def note(self, stage: str, verdict: str, by: str, reason: str = "") -> None:
         self.trail.append(StageRecord(stage, verdict, by, reason))
 
-    def outcome(self, status: Status, reason: str = "") -> Outcome:
-        return Outcome(self.sample, status, tuple(self.trail), reason)
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "sample": self.sample.to_dict(),
+            "trail": [asdict(r) for r in self.trail],
+            "reason": self.reason,
+        }
 
-    async def ask(self, stage: str, hints: list[str] | None = None) -> tuple[bool | None, str]:
-        """Ask the judge (re-asking up to ``judge_retries`` times when no verdict is readable)."""
-        messages = judge_messages(stage, self.sample, hints)
-        text = ""
-        for _ in range(1 + max(0, self.settings.judge_retries)):
-            reply = await self.judge.chat(messages, **dict(self.settings.judge_sampling))
-            text = reply.text
-            verdict = parse_judge(text)
-            if verdict is not None:
-                return verdict, text
-        return None, text
+    def stop(self, status: Status, reason: str) -> Passed:
+        """End the record early as a kept ``status`` (a statement sample)."""
+        self.reason = reason
+        return Passed(self, stop=True, status=status)
+
+    def fail(self, status: Status, reason: str) -> Failed:
+        self.reason = reason
+        return Failed(reason, status=status, item=self)
 
 
-async def _generate_cot(run: _Run) -> str | None:
-    """Teacher reasoning for a sample without it; None when the teacher gave none."""
-    if run.teacher is None:
+def outcome_of(status: str, item: FcdrItem, reason: str = "") -> Outcome:
+    """The FCDR outcome of a finished pipeline record."""
+    return Outcome(item.sample, status, tuple(item.trail), item.reason or reason)  # type: ignore[arg-type]
+
+
+async def _ask(item: FcdrItem, ctx: StageContext, settings: FcdrSettings, hints=None) -> Any:
+    """One judge call: ``(verdict or None, text)``; no verdict is a retry while attempts last."""
+    messages = judge_messages(ctx.stage, item.sample, hints)
+    reply = await ctx.client("judge").chat(messages, **dict(settings.judge_sampling))
+    return parse_judge(reply.text), reply.text
+
+
+NO_VERDICT = "the judge gave no verdict"
+
+
+async def _generate_cot(item: FcdrItem, ctx: StageContext, settings: FcdrSettings) -> str | None:
+    """Teacher reasoning for a sample without it; None when there is no teacher or it wrote none."""
+    if "teacher" not in ctx.clients:
         return None
-    messages = cot_messages(run.sample, show_reference=run.settings.cot_sees_reference)
-    reply = await run.teacher.chat(messages, **dict(run.settings.teacher_sampling))
+    messages = cot_messages(item.sample, show_reference=settings.cot_sees_reference)
+    reply = await ctx.client("teacher").chat(messages, **dict(settings.teacher_sampling))
     reasoning = (reply.reasoning or "").strip()
     if not reasoning:
         reasoning = (split_response(reply.text)[0] or "").strip()
     return reasoning or None
 
 
-async def _answer_check(run: _Run, stage: str) -> Outcome | None:
+def fcdr_stages(settings: FcdrSettings, *, judge: bool) -> list[Stage]:
+    """The enabled FCDR stages as pipeline stages (clients ``judge`` and ``teacher``); a judge
+    reply without a readable verdict is asked again, ``settings.judge_retries`` times."""
+    attempts = 1 + max(0, settings.judge_retries) if judge else 1
+    enabled = set(settings.stages)
+
+    async def classify(item: FcdrItem, ctx: StageContext) -> Any:
+        calls, _ = _parse(item.sample.answer)
+        if (settings.deterministic or not judge) and calls:
+            item.note("classify", "pass", "rule", f"parses as {len(calls)} call(s)")
+        elif not judge and item.sample.answer.lstrip().startswith("["):
+            item.note("classify", "pass", "rule", "a malformed call list")
+        elif not judge:
+            item.note("classify", "fail", "rule", "not a call list")
+            return item.stop("statement", "kept as a statement sample")
+        else:
+            verdict, _ = await _ask(item, ctx, settings)
+            if verdict is None and not ctx.last_attempt:
+                return Regenerate(NO_VERDICT)
+            if verdict is None:
+                item.note("classify", "fail", "judge", NO_VERDICT)
+                return item.fail("dropped", f"classify: {NO_VERDICT}")
+            if not verdict:
+                item.note("classify", "fail", "judge", "not a function call")
+                if not item.sample.reasoning and settings.generate_cot:
+                    reasoning = await _generate_cot(item, ctx, settings)
+                    item.sample = item.sample.with_(reasoning=reasoning)
+                return item.stop("statement", "kept as a statement sample")
+            item.note("classify", "pass", "judge")
+        return Passed(item)
+
+    async def cot_generation(item: FcdrItem, ctx: StageContext) -> Any:
+        if item.sample.reasoning:
+            return Passed(item)
+        reasoning = await _generate_cot(item, ctx, settings)
+        if reasoning is None:
+            has = "teacher" in ctx.clients
+            why = "the teacher wrote no reasoning" if has else "no teacher configured"
+            item.note("cot_generation", "fail", "teacher", why)
+            return item.fail("dropped", "cot_generation: no reasoning")
+        item.sample = item.sample.with_(reasoning=reasoning)
+        item.note("cot_generation", "pass", "teacher")
+        return Passed(item)
+
+    async def judged(item: FcdrItem, ctx: StageContext) -> Any:
+        stage = ctx.stage
+        if stage == "cot" and not item.sample.reasoning:
+            item.note(stage, "skipped", "rule", "no reasoning to check")
+            return Passed(item)
+        if not judge:
+            item.note(stage, "skipped", "rule", "no judge")
+            return Passed(item)
+        verdict, _ = await _ask(item, ctx, settings)
+        if verdict is None and not ctx.last_attempt:
+            return Regenerate(NO_VERDICT)
+        if not verdict:
+            why = NO_VERDICT if verdict is None else "judged False"
+            item.note(stage, "fail", "judge", why)
+            return item.fail("dropped", f"{stage}: {why}")
+        item.note(stage, "pass", "judge")
+        return Passed(item)
+
+    async def answer_check(item: FcdrItem, ctx: StageContext) -> Any:
+        return await _answer_check(item, ctx, settings, judge=judge)
+
+    stages = []
+    if "classify" in enabled:
+        stages.append(Stage("classify", classify, attempts))
+    if settings.generate_cot:
+        stages.append(Stage("cot_generation", cot_generation))
+    stages += [Stage(s, judged, attempts) for s in ("query_tools", "cot") if s in enabled]
+    stages += [
+        Stage(s, answer_check, attempts) for s in ("function_params", "format") if s in enabled
+    ]
+    return stages
+
+
+async def _answer_check(
+    item: FcdrItem, ctx: StageContext, settings: FcdrSettings, *, judge: bool
+) -> Any:
     """Stages 4 and 5: pass, regenerate (``<NewFC>``, re-validated) or send to the hard pool."""
-    settings = run.settings
-    calls, parse_err = _parse(run.sample.answer)
-    rules = settings.deterministic or run.judge is None
+    stage = ctx.stage
+    calls, parse_err = _parse(item.sample.answer)
+    rules = settings.deterministic or not judge
     if rules and stage == "format" and calls:
         canonical = format_python_calls(calls)
-        if run.sample.answer == canonical:
-            run.note(stage, "pass", "rule")
-            return None
-        run.sample = run.sample.with_(answer=canonical)
-        run.note(stage, "regenerated", "rule", "rewritten in canonical call-list form")
-        return None
+        if item.sample.answer == canonical:
+            item.note(stage, "pass", "rule")
+            return Passed(item)
+        item.sample = item.sample.with_(answer=canonical)
+        item.note(stage, "regenerated", "rule", "rewritten in canonical call-list form")
+        return Passed(item)
     hints: list[str] = []
     if rules and stage == "function_params":
-        hints = check_calls(calls, run.sample.tools) if calls is not None else [parse_err]
-    if stage == "format" and run.judge is None:
+        hints = check_calls(calls, item.sample.tools) if calls is not None else [parse_err]
+    if stage == "format" and not judge:
         hints = [parse_err]
-    if run.judge is None:
+    if not judge:
         if not hints:
-            run.note(stage, "pass", "rule", "schema check only (no judge)")
-            return None
-        run.note(stage, "fail", "rule", "; ".join(hints))
-        return run.outcome("hard", f"{stage}: {'; '.join(hints)} (no judge to regenerate)")
+            item.note(stage, "pass", "rule", "schema check only (no judge)")
+            return Passed(item)
+        item.note(stage, "fail", "rule", "; ".join(hints))
+        return item.fail("hard", f"{stage}: {'; '.join(hints)} (no judge to regenerate)")
     if hints:  # the schema already failed the answer; the judge only writes the correction
-        by, why = "rule", "; ".join(hints)
-        text = "" if settings.answer_fail == "hard_pool" else (await run.ask(stage, hints))[1]
+        by, why, text = "rule", "; ".join(hints), ""
+        if settings.answer_fail != "hard_pool":
+            verdict, text = await _ask(item, ctx, settings, hints)
+            if verdict is None and not ctx.last_attempt:
+                return Regenerate(NO_VERDICT)
     else:
-        verdict, text = await run.ask(stage)
-        by, why = "judge", "" if verdict is not None else "the judge gave no verdict"
+        verdict, text = await _ask(item, ctx, settings)
+        if verdict is None and not ctx.last_attempt:
+            return Regenerate(NO_VERDICT)
+        by, why = "judge", "" if verdict is not None else NO_VERDICT
         if verdict:
-            run.note(stage, "pass", "judge")
-            return None
+            item.note(stage, "pass", "judge")
+            return Passed(item)
     if settings.answer_fail == "hard_pool":
-        run.note(stage, "fail", by, why or "answer check failed")
-        return run.outcome("hard", f"{stage}: {why or 'answer check failed'}")
+        item.note(stage, "fail", by, why or "answer check failed")
+        return item.fail("hard", f"{stage}: {why or 'answer check failed'}")
     new_fc = parse_new_fc(text)
     if new_fc is None:
-        run.note(stage, "fail", by, (why + "; " if why else "") + "no <NewFC> given")
-        return run.outcome("hard", f"{stage}: no corrected call")
-    fixed, invalid = validate_call_list(new_fc, run.sample.tools)
+        item.note(stage, "fail", by, (why + "; " if why else "") + "no <NewFC> given")
+        return item.fail("hard", f"{stage}: no corrected call")
+    fixed, invalid = validate_call_list(new_fc, item.sample.tools)
     if fixed is None:
-        run.note(stage, "fail", by, f"regenerated call rejected: {invalid}")
-        return run.outcome("hard", f"{stage}: regenerated call rejected: {invalid}")
-    meta = {**run.sample.meta, f"{stage}_previous_answer": run.sample.answer}
-    run.sample = run.sample.with_(answer=fixed, meta=meta)
-    run.note(stage, "regenerated", "judge", why)
-    return None
+        item.note(stage, "fail", by, f"regenerated call rejected: {invalid}")
+        return item.fail("hard", f"{stage}: regenerated call rejected: {invalid}")
+    meta = {**item.sample.meta, f"{stage}_previous_answer": item.sample.answer}
+    item.sample = item.sample.with_(answer=fixed, meta=meta)
+    item.note(stage, "regenerated", "judge", why)
+    return Passed(item)
+
+
+def fcdr_pipeline(settings: FcdrSettings, judge: Any, teacher: Any = None) -> Pipeline:
+    """FCDR on core's pipeline: ``judge`` / ``teacher`` are core LLM clients (the teacher
+    defaults to the judge; ``judge=None`` runs the deterministic checks only); records are
+    keyed by sample id."""
+    clients = {k: v for k, v in {"judge": judge, "teacher": teacher or judge}.items() if v}
+    return Pipeline(
+        fcdr_stages(settings, judge=judge is not None),
+        clients=clients,
+        key=lambda item: item.sample.id,
+    )
 
 
 async def refine_sample(
     sample: FcSample, judge: Any, settings: FcdrSettings, teacher: Any = None
 ) -> Outcome:
-    """Run ``sample`` through the enabled FCDR stages; ``judge`` / ``teacher`` are core LLM
-    clients (anything with ``async chat(messages, **sampling) -> Completion``). The teacher
-    defaults to the judge; ``judge=None`` runs the deterministic checks only."""
-    run = _Run(sample, judge, teacher or judge, settings)
-    stages = set(settings.stages)
-
-    if "classify" in stages:
-        calls, _ = _parse(sample.answer)
-        if (settings.deterministic or judge is None) and calls:
-            run.note("classify", "pass", "rule", f"parses as {len(calls)} call(s)")
-        elif judge is None and sample.answer.lstrip().startswith("["):
-            run.note("classify", "pass", "rule", "a malformed call list")
-        elif judge is None:
-            run.note("classify", "fail", "rule", "not a call list")
-            return run.outcome("statement", "kept as a statement sample")
-        else:
-            verdict, _ = await run.ask("classify")
-            if verdict is None:
-                run.note("classify", "fail", "judge", "the judge gave no verdict")
-                return run.outcome("dropped", "classify: the judge gave no verdict")
-            if not verdict:
-                run.note("classify", "fail", "judge", "not a function call")
-                if not run.sample.reasoning and settings.generate_cot:
-                    run.sample = run.sample.with_(reasoning=await _generate_cot(run))
-                return run.outcome("statement", "kept as a statement sample")
-            run.note("classify", "pass", "judge")
-
-    if not run.sample.reasoning and settings.generate_cot:
-        reasoning = await _generate_cot(run)
-        if reasoning is None:
-            why = "the teacher wrote no reasoning" if run.teacher else "no teacher configured"
-            run.note("cot_generation", "fail", "teacher", why)
-            return run.outcome("dropped", "cot_generation: no reasoning")
-        run.sample = run.sample.with_(reasoning=reasoning)
-        run.note("cot_generation", "pass", "teacher")
-
-    for stage in ("query_tools", "cot"):
-        if stage not in stages:
-            continue
-        if stage == "cot" and not run.sample.reasoning:
-            run.note(stage, "skipped", "rule", "no reasoning to check")
-            continue
-        if judge is None:
-            run.note(stage, "skipped", "rule", "no judge")
-            continue
-        verdict, _ = await run.ask(stage)
-        if not verdict:
-            why = "the judge gave no verdict" if verdict is None else "judged False"
-            run.note(stage, "fail", "judge", why)
-            return run.outcome("dropped", f"{stage}: {why}")
-        run.note(stage, "pass", "judge")
-
-    for stage in ("function_params", "format"):
-        if stage in stages:
-            ended = await _answer_check(run, stage)
-            if ended is not None:
-                return ended
-    return run.outcome("kept")
+    """Run ``sample`` through the enabled FCDR stages (see :func:`fcdr_pipeline`)."""
+    result = await fcdr_pipeline(settings, judge, teacher).run_one(FcdrItem(sample))
+    return outcome_of(result.status, result.item, result.reason)
 
 
 def count_outcomes(outcomes: Iterable[Outcome]) -> dict[str, Any]:
