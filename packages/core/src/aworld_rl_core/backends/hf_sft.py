@@ -79,7 +79,7 @@ class HfSftBackend:
         model_dir = job.run.dir / "model"
         trainer.save_model(str(model_dir))
         tokenizer.save_pretrained(str(model_dir))
-        job.run.log({k: v for k, v in metrics.items() if k != "global_step"})
+        job.run.log({k: v for k, v in metrics.items() if k not in ("global_step", "loss_alpha")})
         return RunResult(
             metrics=metrics,
             outputs={"model": model_dir},

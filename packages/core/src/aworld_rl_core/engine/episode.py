@@ -14,6 +14,7 @@ inline observation) and ``logprobs`` (0.0 on masked tokens; None once a turn cam
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -75,6 +76,14 @@ class Episode:
     """The last assistant turn is open (an inline observation follows it): the model continues."""
     turn_closed: bool = False
     """Token mode: the last model turn ended with its end-of-turn token."""
+
+    def scalar_info(self) -> dict[str, float]:
+        """The finite numbers of the last step's ``info`` (the metrics drivers log)."""
+        return {
+            str(k): float(v)
+            for k, v in self.info.items()
+            if isinstance(v, bool | int | float) and math.isfinite(float(v))
+        }
 
     @property
     def completion(self) -> list[Message]:

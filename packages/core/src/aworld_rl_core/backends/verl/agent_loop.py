@@ -14,7 +14,6 @@ Imported by verl's plugin loader (see ``entry_point.py``); it imports verl at mo
 
 from __future__ import annotations
 
-import math
 from typing import Any
 from uuid import uuid4
 
@@ -25,15 +24,6 @@ from aworld_rl_core.backends.verl.specs import EpisodeSpec
 from aworld_rl_core.engine import ChatCodec, Episode, Limits, Output, Rollout
 
 AGENT_LOOP_NAME = "aworld_env"
-
-
-def _scalar_info(info: dict[str, Any]) -> dict[str, float]:
-    """The numeric entries of the last step's ``info``."""
-    out = {}
-    for key, value in info.items():
-        if isinstance(value, bool | int | float) and math.isfinite(float(value)):
-            out[str(key)] = float(value)
-    return out
 
 
 @register(AGENT_LOOP_NAME)
@@ -126,7 +116,7 @@ class EnvAgentLoop(AgentLoopBase):
             extra_fields={
                 "turn_scores": list(episode.step_rewards),
                 "request_id": request_id,
-                "env_info": _scalar_info(episode.info),
+                "env_info": episode.scalar_info(),
                 "reward_extra_info": {"score": score, **extra},
             },
         )
