@@ -65,6 +65,11 @@ class SFTConfig:
         True,
         help="split multi-turn samples per assistant turn; earlier turns are context",
     )
+    segments: dict[str, tuple[str, str]] = option(
+        factory=lambda: {"think": ("<think>", "</think>")},
+        help="segment kinds a token loss gets, found in the text: name -> [open tag, close tag] "
+        "(an unclosed block runs to the end; 'call' = every other supervised token)",
+    )
     warmup_ratio: float = option(0.0, help="LR warm-up fraction", ge=0, le=1)
     lr_scheduler: str = option("cosine", help="LR scheduler name")
 

@@ -18,9 +18,10 @@ from typing import Any
 from aworld_rl_core.backends.base import TrainJob
 from aworld_rl_core.backends.checkpoints import AtomicCheckpoints, checkpoints, latest_checkpoint
 from aworld_rl_core.backends.loss_hooks import TokenLossMixin, loss_alpha
-from aworld_rl_core.backends.sft_data import SftCollator, build_samples, shifted_segments
+from aworld_rl_core.backends.sft_data import SEGMENT_PREFIX, SftCollator, build_samples
 from aworld_rl_core.errors import AworldError
 from aworld_rl_core.losses import token_loss
+from aworld_rl_core.segments import shift_segments
 
 logger = logging.getLogger(__name__)
 LOSS_STATE_FILE = "loss_state.pt"
@@ -49,14 +50,23 @@ class HfSftBackend:
         set_seed(trainer_cfg.seed)
         model, tokenizer = load_model_and_tokenizer(job.model)  # tiny:<arch> = fixed weights
         sft = trainer_cfg.sft
+        segments = dict(sft.segments)
         train, stats = build_samples(
-            job.train_rows, tokenizer, max_length=sft.max_length, per_turn=sft.per_turn
+            job.train_rows,
+            tokenizer,
+            max_length=sft.max_length,
+            per_turn=sft.per_turn,
+            segments=segments,
         )
         if not train:
             raise AworldError("hf-sft: no training samples with assistant tokens; check the rows")
         _report_data(job.run, stats)
         evals, _ = build_samples(
-            job.eval_rows, tokenizer, max_length=sft.max_length, per_turn=sft.per_turn
+            job.eval_rows,
+            tokenizer,
+            max_length=sft.max_length,
+            per_turn=sft.per_turn,
+            segments=segments,
         )
         trainer = _make_trainer(job, model, tokenizer, train, evals)
         checkpoint = _resume_checkpoint(job)  # the loss's saved state is restored with it
@@ -159,10 +169,11 @@ def _make_trainer(job: TrainJob, model: Any, tokenizer: Any, train: list, evals:
         loss_state_file = LOSS_STATE_FILE
 
         def pop_segment_inputs(self, inputs: dict[str, Any]) -> Any:
-            return inputs.pop("think_mask")
+            keys = [k for k in inputs if k.startswith(SEGMENT_PREFIX)]
+            return {k[len(SEGMENT_PREFIX) :]: inputs.pop(k) for k in keys}
 
-        def shift_and_segment(self, logits: Any, labels: Any, think: Any) -> tuple:
-            return shifted_segments(logits, labels, think)
+        def shift_and_segment(self, logits: Any, labels: Any, masks: Any) -> tuple:
+            return shift_segments(logits, labels, masks)
 
     run = job.run
 
