@@ -195,20 +195,29 @@ class Rollout:
     def advance(self, outputs: Mapping[int, Output] | Sequence[Output]) -> None:
         """Record the model turns (by episode index, or in :meth:`pending` order), step their
         environments together and apply the steps."""
+        texts = self.take(outputs)
+        steps = step_many([self.envs[i] for i in texts], list(texts.values()))
+        self.apply(dict(zip(texts, steps, strict=True)))
+
+    def take(self, outputs: Mapping[int, Output] | Sequence[Output]) -> dict[int, str]:
+        """Record the model turns; the text each environment must now be stepped with (a driver
+        that gathers steps across rollouts calls this, ``step_many`` and :meth:`apply`)."""
         if not isinstance(outputs, Mapping):
             turns = self.pending()
             if len(outputs) != len(turns):
                 raise RuntimeError(f"got {len(outputs)} outputs for {len(turns)} pending turns")
             outputs = {t.index: out for t, out in zip(turns, outputs, strict=True)}
-        stepped, texts = [], []
+        texts = {}
         for index, output in outputs.items():
             episode = self.episodes[index]
             if episode.done:
                 raise RuntimeError(f"episode {index} is finished; it takes no more turns")
-            texts.append(self._record(episode, output))
-            stepped.append(index)
-        steps = step_many([self.envs[i] for i in stepped], texts)
-        for index, step in zip(stepped, steps, strict=True):
+            texts[index] = self._record(episode, output)
+        return texts
+
+    def apply(self, steps: Mapping[int, Step]) -> None:
+        """Apply the environments' answers to the turns :meth:`take` recorded."""
+        for index, step in steps.items():
             self._apply(index, self.episodes[index], step)
 
     def end(self, index: int, error: str) -> None:
