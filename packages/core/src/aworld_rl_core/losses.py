@@ -49,8 +49,9 @@ def resolve_loss(value: Any, options: Mapping[str, Any] | None = None) -> Loss |
     if isinstance(value, (str, Ref)):
         ref = Ref.of(value, "loss")
         merged = {**ref.kwargs, **dict(options or {})}
+        kind: LossKind = "token"
         if ref.is_import_path:
-            target, kind = ref.resolve("losses"), "token"
+            target = ref.resolve("losses")
         else:
             entry = lookup("losses", ref.target)
             target, kind = entry.load(), entry.meta["kind"]

@@ -15,6 +15,11 @@ def register_environments(register):
         "aworld_rl_core.envs.toy:LowercaseEnv",
         help="toy multi-turn game: reply in lowercase words",
     )
+    register(
+        "core.bfcl-multi-turn",
+        "aworld_rl_core.tooluse.bfcl.environment:env_from_row",
+        help="a BFCL multi-turn entry (row: bfcl_entry or entry_id; binary/progress reward)",
+    )
 
 
 @hookimpl

@@ -8,6 +8,8 @@ from bfcl_helpers import entries
 from aworld_rl_core.tooluse.bfcl import (
     ALL_CATEGORIES,
     canonical_category,
+    entry_from_raw,
+    function_docs,
     ground_truth_calls,
     load_category,
     version,
@@ -68,6 +70,32 @@ def test_multi_turn_entries_carry_their_docs_and_flags():
     assert miss.ground_truth[3] == ["sort('final_report.pdf')"]
     assert entries("multi_turn_long_context")[0].long_context
     assert '"workspace"' in base.initial_config_json["GorillaFileSystem"]
+
+
+def test_function_docs_per_class_in_the_order_asked():
+    docs = function_docs(["TravelAPI", "GorillaFileSystem"])
+    assert list(docs) == ["TravelAPI", "GorillaFileSystem"]
+    assert [len(v) for v in docs.values()] == [18, 18]
+    assert docs["GorillaFileSystem"][0]["name"] == "cat"
+    assert docs["GorillaFileSystem"] == entries("multi_turn_base")[0].functions[-18:]
+    with pytest.raises(ValueError, match="unknown API classes"):
+        function_docs(["NoSuchAPI"])
+
+
+def test_entry_from_raw_matches_the_loader():
+    miss = entries("multi_turn_miss_func")[0]
+    raw = {k: v for k, v in miss.raw.items() if k != "function"}
+    again = entry_from_raw(raw, ground_truth=miss.ground_truth, category="multi_turn_miss_func")
+    assert again.functions == miss.functions and again.missed_functions == miss.missed_functions
+    base = entries("multi_turn_base")[0]
+    docs = base.functions[:3]
+    given = entry_from_raw({**base.raw, "function": docs, "ground_truth": [["ls()"]]})
+    assert given.functions == docs and given.missed_functions == {}
+    assert given.ground_truth == [["ls()"]] and given.category == "multi_turn_base"
+    with pytest.raises(ValueError, match=r"lacks the fields \['initial_config'\]"):
+        entry_from_raw({"id": "x", "question": [], "involved_classes": []})
+    with pytest.raises(ValueError, match="multi-turn"):
+        entry_from_raw(raw, category="simple_python")
 
 
 def test_unknown_category_names_the_choices():

@@ -137,8 +137,9 @@ def train_on_samples(
         "sft_rows": float(len(rows)),
         "skipped_no_reasoning": float(skipped),
     }
-    if job.loss is not None:
-        metrics["loss_alpha"] = job.loss.alpha_value()
+    loss: Any = job.loss  # SRML: a module with a learnable alpha
+    if loss is not None:
+        metrics["loss_alpha"] = loss.alpha_value()
     elif "loss_alpha" in result.metrics:
         metrics["loss_alpha"] = result.metrics["loss_alpha"]
     return RunResult(

@@ -23,6 +23,8 @@ from aworld_rl_core.tooluse.bfcl._install import (
 _LAZY = {
     "BfclEntry": "loader",
     "load_category": "loader",
+    "function_docs": "loader",
+    "entry_from_raw": "loader",
     "canonical_category": "loader",
     "ALL_CATEGORIES": "loader",
     "SINGLE_TURN_CATEGORIES": "loader",
@@ -59,6 +61,8 @@ __all__ = [
     "bfcl_root",
     "canonical_category",
     "decode_single_turn",
+    "entry_from_raw",
+    "function_docs",
     "ground_truth_calls",
     "judge_multi_turn",
     "judge_single_turn",
@@ -101,6 +105,8 @@ if TYPE_CHECKING:
         SINGLE_TURN_CATEGORIES,
         BfclEntry,
         canonical_category,
+        entry_from_raw,
+        function_docs,
         load_category,
     )
     from aworld_rl_core.tooluse.bfcl.prompts import (

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 import re
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from functools import cached_property
 from pathlib import Path
@@ -141,10 +142,17 @@ def _doc_file_mapping() -> dict[str, str]:
 
 
 def _multi_turn_functions(
-    raw: dict[str, Any], docs: dict[str, list[dict[str, Any]]]
+    raw: Mapping[str, Any],
+    docs: dict[str, list[dict[str, Any]]],
+    *,
+    given: list[dict[str, Any]] | None = None,
 ) -> tuple[list[dict[str, Any]], dict[int, list[dict[str, Any]]]]:
-    """Tool docs of the involved classes, held-out docs moved to their turn (as BFCL does)."""
-    functions = [doc for cls in raw["involved_classes"] for doc in docs[cls]]
+    """Tool docs of the involved classes (or the ``given`` ones), held-out docs moved to their
+    turn (as BFCL does)."""
+    if given is not None:
+        functions = [dict(doc) for doc in given]
+    else:
+        functions = [doc for cls in raw["involved_classes"] for doc in docs[cls]]
     missed: dict[int, list[dict[str, Any]]] = {}
     for turn, names in raw.get("missed_function", {}).items():
         revealed = [doc for doc in functions if doc["name"] in set(names)]
@@ -159,6 +167,40 @@ def _load_docs(root: Path, classes: set[str]) -> dict[str, list[dict[str, Any]]]
     if unknown:
         raise ValueError(f"BFCL entry involves unknown API classes {sorted(unknown)}")
     return {cls: read_jsonl(root / "multi_turn_func_doc" / mapping[cls]) for cls in classes}
+
+
+def function_docs(classes: Sequence[str]) -> dict[str, list[dict[str, Any]]]:
+    """BFCL's multi-turn tool docs (``multi_turn_func_doc``) of each API class, in ``classes``
+    order, e.g. ``function_docs(["GorillaFileSystem"])["GorillaFileSystem"][0]["name"]``."""
+    docs = _load_docs(data_dir(), set(classes))
+    return {cls: docs[cls] for cls in classes}
+
+
+def entry_from_raw(
+    raw: Mapping[str, Any],
+    *,
+    ground_truth: list[Any] | None = None,
+    category: str = "multi_turn_base",
+) -> BfclEntry:
+    """A multi-turn entry from a BFCL-shaped dict built elsewhere (e.g. synthesized data).
+
+    ``raw`` needs ``id``, ``question``, ``initial_config`` and ``involved_classes``; its
+    ``function`` docs are used when present, else the classes' own (``missed_function`` moved to
+    its turn, as BFCL does). The ground truth is the argument, else ``raw["ground_truth"]``.
+    """
+    missing = [k for k in ("id", "question", "initial_config", "involved_classes") if k not in raw]
+    if missing:
+        raise ValueError(f"BFCL entry {raw.get('id', '?')!r} lacks the fields {missing}")
+    if category not in MULTI_TURN_CATEGORIES:
+        raise ValueError(f"entry_from_raw builds multi-turn entries, not {category!r}")
+    data = dict(raw)
+    if data.get("function"):
+        functions, missed = _multi_turn_functions(data, {}, given=data["function"])
+    else:
+        docs = _load_docs(data_dir(), set(data["involved_classes"]))
+        functions, missed = _multi_turn_functions(data, docs)
+    truth = ground_truth if ground_truth is not None else data.get("ground_truth")
+    return BfclEntry(str(data["id"]), category, data, truth, functions, missed)
 
 
 def load_category(name: str, *, limit: int | None = None) -> list[BfclEntry]:

@@ -1,0 +1,30 @@
+"""FunReason-MT's registrations (lazy targets; importing this module imports nothing heavy)."""
+
+from aworld_rl_core import hookimpl
+
+_R = "aworld_rl_funreason_mt.recipes"
+
+
+@hookimpl
+def register_recipes(register):
+    register(
+        "funreason_mt.graph",
+        config=f"{_R}.graph:GraphRecipeConfig",
+        run=f"{_R}.graph:run",
+        presets="aworld_rl_funreason_mt:configs/graph",
+        help="Build the environment-API graph of BFCL's API classes (JSON, image, coverage).",
+    )
+    register(
+        "funreason_mt.rl",
+        config=f"{_R}.rl:RlRecipeConfig",
+        run=f"{_R}.rl:run",
+        presets="aworld_rl_funreason_mt:configs/rl",
+        help="GRPO on synthesized BFCL-shaped entries in core's BFCL environment (binary reward).",
+    )
+    register(
+        "funreason_mt.sft",
+        config=f"{_R}.sft:SftRecipeConfig",
+        run=f"{_R}.sft:run",
+        presets="aworld_rl_funreason_mt:configs/sft",
+        help="SFT on synthesized trajectories, split per assistant turn (hf-sft or LLaMA-Factory).",
+    )

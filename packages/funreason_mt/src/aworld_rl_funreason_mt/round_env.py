@@ -1,0 +1,178 @@
+"""The environment the reasoning agent plays one round in (core's Environment protocol).
+
+The agent sees the system prompt (the FunReason-MT output format and the primitive tools), the
+earlier rounds and the round's user message (the hard query, plus hints while it is being
+synthesized). Each response is read with core's ``funreason_mt`` parser: ``<think>`` then
+``<tool_call>[f(a=1), ...]</tool_call>`` (executed in a fork of the trajectory's session; the
+results come back as one ``tool`` message) or ``<answer>...</answer>`` (ends the round). A
+response that breaks the format gets a corrective user message. With ``inject_error_at=k`` the
+agent's k-th call is not executed and gets a transient error instead (the dataset's
+``error_tool_response``), so the round shows a recovery.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any, Literal
+
+from aworld_rl_core.environment import Message, Step
+from aworld_rl_core.tooluse import Call, get_parser, signatures_from_tools
+from aworld_rl_core.tooluse.bfcl.environment import tool_message
+from aworld_rl_funreason_mt.space import Session
+
+SYSTEM_TEMPLATE = """\
+You are an assistant that solves the user's requests with the tools below, over several turns.
+In every response, first think inside <think>...</think>. Then either call tools, writing a \
+python list of calls with keyword arguments inside <tool_call>...</tool_call>, for example \
+<tool_call>[get_weather(city='Paris'), get_time()]</tool_call>, or, when the request is done, \
+reply to the user inside <answer>...</answer>. Tool results come back in the next message.
+
+Available tools:
+{tools}"""
+
+ADVANCED_HINT = (
+    "Hint: this request amounts to one composite tool, {name}: {description} It is a chain of "
+    "the tools you have; call those."
+)
+REVIEW_MARK = "Hint from a reviewer of an earlier attempt:"
+
+
+def round_prompt(query: str, tool: Any = None, hints: Sequence[str] = ()) -> str:
+    """The reasoning agent's user message while synthesizing: the hard query, the advanced
+    tool's description (``Prompt^(1)`` holds ``Des(T_adv)``) and every critic hint so far
+    (``Prompt^(k+1) = Prompt^(k) + Error^(k)``)."""
+    parts = [query]
+    if tool is not None:
+        parts.append(ADVANCED_HINT.format(name=tool.name, description=tool.description))
+    parts += [f"{REVIEW_MARK} {hint}" for hint in hints]
+    return "\n\n".join(parts)
+
+
+TRANSIENT_ERRORS = (
+    "Error during execution: the service timed out before answering; retry the call.",
+    "Error during execution: 503 Service Unavailable (temporary); please try again.",
+    "Error during execution: connection reset by peer; the request was not processed.",
+)
+
+
+ToolDocs = Literal["json", "compact"]
+
+
+def system_prompt(function_docs: Sequence[Mapping[str, Any]], tool_docs: ToolDocs = "json") -> str:
+    """The FunReason-MT system prompt with the tools' BFCL docs as JSON (``compact``: one line
+    per tool, its parameters and the first sentence of its description: small models on CPU)."""
+    if tool_docs == "compact":
+        tools = "\n".join(_compact(doc) for doc in function_docs)
+    elif tool_docs == "json":
+        tools = json.dumps(list(function_docs), indent=1, ensure_ascii=False)
+    else:
+        raise ValueError(f"tool_docs must be 'json' or 'compact', got {tool_docs!r}")
+    return SYSTEM_TEMPLATE.format(tools=tools)
+
+
+def _compact(doc: Mapping[str, Any]) -> str:
+    params = (doc.get("parameters") or {}).get("properties") or {}
+    args = ", ".join(f"{name}: {spec.get('type', 'any')}" for name, spec in params.items())
+    text = str(doc.get("description", "")).split("Tool description:", 1)[-1].strip()
+    return f"- {doc['name']}({args}): {text.split('. ')[0].rstrip('.')}"
+
+
+@dataclass(frozen=True)
+class ExecutedCall:
+    """A call the agent made in the round: its string, the result text, whether it ran
+    cleanly, and whether its response was an injected error (then it did not run)."""
+
+    call: str
+    result: str
+    ok: bool
+    injected: bool = False
+
+
+class RoundEnv:
+    """One round of one trajectory (see the module docstring)."""
+
+    def __init__(
+        self,
+        session: Session,
+        *,
+        system: str,
+        history: Sequence[Message],
+        user: str,
+        function_docs: Sequence[Mapping[str, Any]],
+        max_steps: int = 8,
+        inject_error_at: int | None = None,
+        error_text: str = TRANSIENT_ERRORS[0],
+    ) -> None:
+        if max_steps < 1:
+            raise ValueError(f"max_steps must be >= 1, got {max_steps}")
+        self.session = session
+        self.system = system
+        self.history = [dict(m) for m in history]
+        self.user = user
+        self.max_steps = max_steps
+        self.inject_error_at = inject_error_at
+        self.error_text = error_text
+        signatures = signatures_from_tools([dict(d) for d in function_docs])
+        self._parse = get_parser("funreason_mt", allow_both=False, signatures=signatures)
+        self.calls: list[ExecutedCall] = []
+        self.format_errors = 0
+        self.steps = 0
+        self.answered = False
+
+    def reset(self) -> list[Message]:
+        return [
+            {"role": "system", "content": self.system},
+            *self.history,
+            {"role": "user", "content": self.user},
+        ]
+
+    def step(self, model_text: str) -> Step:
+        """Consume one response; never raises on model text."""
+        self.steps += 1
+        parsed = self._parse(model_text)
+        if not parsed.ok:
+            self.format_errors += 1
+            text = (
+                "Your response does not follow the format ("
+                + "; ".join(parsed.errors[:3])
+                + "). Think inside <think>...</think>, then write either <tool_call>[...]"
+                "</tool_call> or <answer>...</answer>."
+            )
+            return self._continue([{"role": "user", "content": text}], reward=-0.1)
+        if parsed.answer is not None and not parsed.calls:
+            self.answered = True
+            return Step(observation=[], reward=0.0, done=True, info=self.info())
+        pairs = [(call.to_python(), self._execute(call)) for call in parsed.calls]
+        return self._continue([tool_message(pairs)])
+
+    def _execute(self, call: Call) -> str:
+        if self.inject_error_at is not None and len(self.calls) == self.inject_error_at:
+            self.calls.append(ExecutedCall(call.to_python(), self.error_text, False, True))
+            return self.error_text
+        result = self.session.run(call)
+        self.calls.append(ExecutedCall(call.to_python(), result.text, result.ok))
+        return result.text
+
+    def _continue(self, observation: list[Message], reward: float = 0.0) -> Step:
+        if self.steps >= self.max_steps:
+            return Step(observation=[], reward=reward, done=True, info=self.info(truncated=True))
+        return Step(observation=observation, reward=reward, info=self.info())
+
+    @property
+    def injected(self) -> bool:
+        return any(c.injected for c in self.calls)
+
+    def info(self, **extra: Any) -> dict[str, Any]:
+        return {
+            "steps": self.steps,
+            "format_errors": self.format_errors,
+            "answered": self.answered,
+            "calls": [c.call for c in self.calls if c.ok],
+            "injected": self.injected,
+            **extra,
+        }
+
+    def close(self) -> None:
+        """Nothing to release: the session belongs to the caller (it compares states after)."""

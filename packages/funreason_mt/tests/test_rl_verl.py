@@ -1,0 +1,37 @@
+"""The rl recipe's paper preset launches verl: a dry run writes the parquet rows and the launch."""
+
+import json
+
+import pytest
+
+from aworld_rl_core.config import load_config
+from aworld_rl_core.registry import get_recipe
+from aworld_rl_core.runs import execute
+
+pq = pytest.importorskip("pyarrow.parquet")
+
+
+def test_paper_preset_dry_run_writes_verl_rows_and_launch(tmp_path, aworld_home):
+    entry = get_recipe("funreason_mt.rl")
+    cfg = load_config(
+        entry.config_cls(),
+        preset="paper",
+        presets=entry.presets,
+        overrides=[
+            "data.path=aworld_rl_funreason_mt:data/demo_trajectories.jsonl",
+            "trainer.verl.dry_run=true",
+            "trainer.verl.resolve_config=false",
+        ],
+    )
+    result, run = execute(
+        "funreason_mt.rl", entry.run_fn(), cfg, output_dir=tmp_path / "run", quiet=True
+    )
+    assert result.metrics["train_entries"] == 6.0
+    rows = pq.read_table(next(run.dir.rglob("train.parquet"))).to_pylist()
+    assert len(rows) == 6 and rows[0]["agent_name"] == "aworld_env"
+    launch = json.loads(next(run.dir.rglob("verl_launch.json")).read_text())
+    overrides = dict(o.split("=", 1) for o in launch["overrides"])
+    assert overrides["actor_rollout_ref.model.path"] == "Qwen/Qwen3-4B-Instruct-2507"
+    assert overrides["data.max_prompt_length"] == "16384"
+    text = json.dumps(rows[0], default=str)
+    assert "core.bfcl-multi-turn" in text and "funreason_mt" in text  # the env travels as a Ref
