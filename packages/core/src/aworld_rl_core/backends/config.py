@@ -8,6 +8,7 @@ from typing import Any, Literal
 from aworld_rl_core.backends.llamafactory.config import LlamaFactoryConfig
 from aworld_rl_core.backends.verl.config import VerlConfig
 from aworld_rl_core.config import option
+from aworld_rl_core.errors import ConfigError
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -72,6 +73,13 @@ class SFTConfig:
     )
     warmup_ratio: float = option(0.0, help="LR warm-up fraction", ge=0, le=1)
     lr_scheduler: str = option("cosine", help="LR scheduler name")
+
+    def __post_init__(self) -> None:
+        for name, tags in self.segments.items():
+            if len(tags) != 2 or not all(isinstance(t, str) and t for t in tags):
+                raise ConfigError(
+                    f"trainer.sft.segments.{name} must be [open tag, close tag], got {tags!r}"
+                )
 
 
 @dataclass(frozen=True, kw_only=True)

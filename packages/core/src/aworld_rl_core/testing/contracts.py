@@ -119,12 +119,15 @@ def _other_values(tp: Any, value: Any) -> list[Any]:
         out = [number / 2 if number else 0.5, number + 0.5, number * 2 + 1, 2.0, 3.0]
     elif tp in (str, Path):
         out = [f"{value}-x" if isinstance(value, str) else "x"]
+    elif origin is tuple and len(args) > 1 and Ellipsis not in args:  # fixed length
+        out = [[_other_values(arg, None)[0] for arg in args]]
     elif origin in (list, tuple) or tp in (list, tuple):
         current = list(value) if isinstance(value, list) else []
         items = _other_values(args[0], None) if args and args[0] is not Ellipsis else ["x"]
         out = [current + items[:1], current[:-1]]
     elif origin is dict or tp is dict:
-        out = [{**(value or {}), "zz": 1}]
+        sample = _other_values(args[1], None)[:1] if len(args) == 2 else []
+        out = [{**(value or {}), "zz": sample[0] if sample else 1}]
     return [v for v in out if v != value]
 
 
