@@ -27,7 +27,7 @@ def main() -> None:
 
     from aworld_rl_core.backends.hf_sft import supervised_loss
     from aworld_rl_core.backends.sft_data import IGNORE_INDEX
-    from aworld_rl_core.testing.tiny import tiny_causal_lm
+    from aworld_rl_core.models import tiny_causal_lm
 
     model = tiny_causal_lm()
     length = args.prompt_tokens + args.answer_tokens

@@ -10,6 +10,7 @@ if TYPE_CHECKING:
     from aworld_rl_core.backends.config import ModelConfig, TrainerConfig
     from aworld_rl_core.backends.validation import InRunValidation
     from aworld_rl_core.environment import Environment
+    from aworld_rl_core.losses import Loss
     from aworld_rl_core.refs import Ref
     from aworld_rl_core.runs import Run, RunResult
 
@@ -34,7 +35,9 @@ class TrainJob:
 
     ``env`` and ``rewards`` are registered names with options (``Ref.named("core.toy-lowercase",
     {"turns": 2})``), import paths or module-level callables: the verl backend rebuilds them in
-    its workers, so lambdas and closures only work on the in-process backends.
+    its workers, so lambdas and closures only work on the in-process backends. ``loss`` (SFT
+    backends) is a registered loss name, a ``Ref``, a ``losses.Loss`` or a token-loss callable;
+    when None, ``trainer.loss`` names one (``losses.job_loss`` resolves it).
 
     ``validation`` (``backends.validation.InRunValidation``): the run validates its policy on
     ``eval_rows`` every few steps and its stop rule may end it (trl and verl).
@@ -48,7 +51,7 @@ class TrainJob:
     env: Ref | str | EnvFactory | None = None
     rewards: Sequence[Ref | str | RewardFn] = ()
     reward_weights: Sequence[float] | None = None
-    loss: LossFn | None = None
+    loss: Ref | str | Loss | LossFn | None = None
     validation: InRunValidation | None = None
 
     def env_factory(self) -> EnvFactory | None:
