@@ -39,7 +39,9 @@ from aworld_rl_envtuning.rewards import (
     EpisodeStats,
     RewardSpec,
     StepKind,
+    format_score,
     progress_reward,
+    stage1_reward,
 )
 
 if TYPE_CHECKING:
@@ -205,6 +207,10 @@ class EnvTuningEnv:
         self._steps_in_turn = 0
         if self._episode.done:
             self._done = True
+            if self.reward_spec.name == "accuracy":
+                from aworld_rl_core.tooluse.bfcl import judge_multi_turn
+
+                self.stats.valid = judge_multi_turn(self.entry, self.calls_per_turn).valid
             reward = self._reward_increment()
             return Step(observation=[], reward=reward, done=True, info=self.final_info())
         self.calls_per_turn.append([])
@@ -222,7 +228,17 @@ class EnvTuningEnv:
         return float(increment)
 
     def _info(self, **extra: Any) -> dict[str, Any]:
-        return {"turn": self._episode.turn, "steps": len(self.stats.steps), **extra}
+        """Every step's info: where the episode is and its scores so far (an episode cut by a
+        length limit ends on one of these)."""
+        denominator = self.reward_spec.format_denominator
+        return {
+            "turn": self._episode.turn,
+            "steps": len(self.stats.steps),
+            "progress": self.progress,
+            "format_score": format_score(self.stats, denominator),
+            "stage1_reward": stage1_reward(self.stats, denominator),
+            **extra,
+        }
 
     @property
     def progress(self) -> float:
@@ -247,6 +263,9 @@ class EnvTuningEnv:
             "calls_per_turn": [list(turn) for turn in self.calls_per_turn],
             "result": [list(turn) for turn in self.result],
             "failures": list(self.failures),
+            "format_score": format_score(stats, self.reward_spec.format_denominator),
+            "stage1_reward": stage1_reward(stats, self.reward_spec.format_denominator),
+            **({} if stats.valid is None else {"accuracy": float(stats.valid)}),
         }
 
 
@@ -283,10 +302,13 @@ def get_entry(entry_id: str) -> BfclEntry:
 def make_env(row: Mapping[str, Any], **options: Any) -> EnvTuningEnv:
     """The registered factory (``envtuning.bfcl``): the row's ``entry_id`` with JSON options, so
     verl workers can rebuild it (``reward`` is a :class:`RewardSpec` dict, ``hint_packs`` names
-    or file paths; hint packs are loaded once per process)."""
+    or file paths; hint packs are loaded once per process). A row's ``env_options`` override
+    the factory's (validation rows: no hints, BFCL's step limit, the accuracy reward)."""
     from aworld_rl_core.resources import shared
 
     options = dict(options)
+    if isinstance(row, Mapping) and isinstance(row.get("env_options"), Mapping):
+        options.update(row["env_options"])  # a row's own settings (validation rows)
     if isinstance(options.get("reward"), Mapping):
         options["reward"] = RewardSpec(**options["reward"])
     if "hint_packs" in options:
