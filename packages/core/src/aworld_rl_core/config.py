@@ -294,7 +294,7 @@ def without_keys(cls: type[T], moved: Mapping[str, str], *, name: str) -> type[T
     for f in dataclasses.fields(typing.cast(Any, cls)):
         if f.name in here:
             continue
-        tp, default, factory = hints[f.name], f.default, f.default_factory
+        tp, default, factory = hints[f.name], f.default, typing.cast(Any, f.default_factory)
         inner = {k.split(".", 1)[1]: v for k, v in moved.items() if k.startswith(f"{f.name}.")}
         if inner:
             tp = without_keys(tp, inner, name=f"{name}_{f.name}")
