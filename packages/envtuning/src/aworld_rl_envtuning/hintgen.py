@@ -246,8 +246,8 @@ def make_hint(
         leaked = revealed_calls(text, ground_truth)
         if leaked:  # the constitution's first rule, checked without asking the judge
             reason = f"the hint gives away {', '.join(leaked)}: name no argument values"
-            verdict = {"solution_leakage": True, "overall_approved": False, "suggestions": reason}
-            attempts.append(HintAttempt(proposal, verdict, False))
+            rejected = {"solution_leakage": True, "overall_approved": False, "suggestions": reason}
+            attempts.append(HintAttempt(proposal, rejected, False))
             feedback = reason
             continue
         verdict = parse_json_object(judge(judge_messages(group, text, ground_truth)))
