@@ -73,11 +73,11 @@ def test_each_stage_is_one_run_from_the_previous_stage(scripted, tmp_path, aworl
     for previous, job in itertools.pairwise(jobs):
         ckpt = previous.run.checkpoint_dir / f"checkpoint-{previous.trainer.max_steps}"
         assert job.model.name_or_path == str(ckpt)
-    # tiny-cpu: 4 entries per stage at batch 1, two epochs in stage 1, a quarter in the others
-    assert [j.trainer.max_steps for j in jobs] == [8, 1, 1, 1]
+    # tiny-cpu: 4 entries per stage at batch 1, one epoch in stage 1, a quarter in the others
+    assert [j.trainer.max_steps for j in jobs] == [4, 1, 1, 1]
     assert [j.trainer.batch_size for j in jobs] == [1, 1, 1, 1]
     for job in jobs:  # validation and the plateau rule run inside the stage's run
-        assert job.validation.every == 4 and job.validation.before_train
+        assert job.validation.every == 2 and not job.validation.before_train
         assert job.validation.stop_ref().target == "aworld_rl_envtuning.curriculum:plateau"
         assert job.eval_rows and all(
             r["env_options"]
@@ -111,7 +111,7 @@ def test_killed_stage_resumes_the_same_run_with_the_same_reference(scripted, tmp
     state = json.loads((out / "curriculum_state.json").read_text())
     assert state["finished"] == ["syntax"]
     start = state["stages"]["hints"]["start"]
-    assert start == str(jobs[0].run.checkpoint_dir / "checkpoint-8")
+    assert start == str(jobs[0].run.checkpoint_dir / "checkpoint-4")
     killed = jobs[1]
     jobs.clear()
     scripted()
@@ -147,3 +147,19 @@ def test_help_lists_the_stage_fields_not_the_replaced_trainer_fields(capsys):
     assert "stages.3.max_response_tokens (int, >= 1, default 24576)" in text
     for hidden in ("batch_size", "max_steps", "epochs", "rl.max_response_tokens"):
         assert f"  trainer.{hidden} (" not in text
+
+
+def test_warm_start_rows_replay_the_ground_truth_in_the_protocol():
+    from aworld_rl_envtuning.env import get_entry
+    from aworld_rl_envtuning.recipes.warm_start import trajectories
+    from aworld_rl_envtuning.replay import ground_truth_responses
+
+    ids = ["multi_turn_base_0", "multi_turn_miss_func_0"]
+    rows = trajectories(ids, augmentation=False, tool_docs="compact", max_steps_per_turn=20)
+    for entry_id, row in zip(ids, rows, strict=True):
+        replies = [m["content"] for m in row["messages"] if m["role"] == "assistant"]
+        expected = [t for turn in ground_truth_responses(get_entry(entry_id)) for t in turn]
+        assert row["entry_id"] == entry_id and replies == expected
+        assert all(r.startswith("<think>") for r in replies)
+    with pytest.raises(RuntimeError, match="multi_turn_base_0 scores progress"):
+        trajectories(ids[:1], augmentation=False, tool_docs="compact", max_steps_per_turn=1)
