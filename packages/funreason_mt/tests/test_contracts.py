@@ -8,7 +8,14 @@ from aworld_rl_funreason_mt.graph import ToolGraph
 
 class TestPlugin(PluginContract):
     plugin = "funreason_mt"
-    expected = {"recipes": ["funreason_mt.graph", "funreason_mt.sft", "funreason_mt.rl"]}
+    expected = {
+        "recipes": [
+            "funreason_mt.graph",
+            "funreason_mt.synthesize",
+            "funreason_mt.sft",
+            "funreason_mt.rl",
+        ]
+    }
 
 
 class TestGraphRecipe(RecipeContract):
@@ -21,6 +28,30 @@ class TestGraphRecipe(RecipeContract):
         assert (run_dir / "graph.png").stat().st_size > 10_000
         report = (run_dir / "report.md").read_text()
         assert "| TravelAPI | 18 |" in report and "`authenticate_travel` -> `book_flight`" in report
+
+
+class TestSynthesizeRecipe(RecipeContract):
+    """tiny-cpu: a tiny random model answers the agents; nothing passes, the run completes."""
+
+    recipe = "funreason_mt.synthesize"
+    override_values = {
+        f"agents.{role}": {"model": "Qwen/Qwen3-8B"}
+        for role in ("tooling", "querying", "reasoning", "critiquing")
+    }
+
+    def check_result(self, result, run_dir):
+        assert result.metrics["attempted"] == 2.0 and result.metrics["kept"] == 0.0
+        assert result.metrics["yield"] == 0.0
+        records = [json.loads(x) for x in (run_dir / "synthesis.jsonl").read_text().splitlines()]
+        assert len(records) == 2 and not any(r["passed"] for r in records)
+        # the yields say where the garbage was stopped: the tooling agent's reply is no tool
+        report = (run_dir / "report.md").read_text()
+        assert "Yields by stage kind" in report
+        stages = {step["stage"] for r in records for step in r["trail"]}
+        assert "round1/tool" in stages
+        tool_fails = [s for r in records for s in r["trail"] if s["stage"] == "round1/tool"]
+        assert all(s["outcome"] == "failed" and s["reason"] == "bad_tool" for s in tool_fails)
+        assert (run_dir / "trajectories.jsonl").read_text() == ""
 
 
 class TestSftRecipe(RecipeContract):

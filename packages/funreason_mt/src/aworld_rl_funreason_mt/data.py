@@ -37,6 +37,19 @@ def json_lines(file: Path) -> list[dict[str, Any]]:
 
 
 def _rows(path: str) -> list[dict[str, Any]]:
+    """The file's rows; the pipeline's own file (``synthesis.jsonl``) gives its kept
+    trajectories."""
+    rows = []
+    for row in _file_rows(path):
+        if _kind(row) == "pipeline":
+            if row["passed"]:
+                rows.append(row["item"]["trajectory"])
+        else:
+            rows.append(row)
+    return rows
+
+
+def _file_rows(path: str) -> list[dict[str, Any]]:
     file = resolve(path)
     if file.is_dir():
         file = file / "trajectories.jsonl"
@@ -49,6 +62,8 @@ def _rows(path: str) -> list[dict[str, Any]]:
 
 
 def _kind(row: dict[str, Any]) -> str:
+    if "status" in row and "item" in row and "trail" in row:
+        return "pipeline"
     if "rounds" in row:
         return "trajectory"
     if "messages" in row:

@@ -22,6 +22,13 @@ def register_recipes(register):
         help="GRPO on synthesized BFCL-shaped entries in core's BFCL environment (binary reward).",
     )
     register(
+        "funreason_mt.synthesize",
+        config=f"{_R}.synthesize:SynthesizeConfig",
+        run=f"{_R}.synthesize:run",
+        presets="aworld_rl_funreason_mt:configs/synthesize",
+        help="Phases I-III: hard multi-turn trajectories with per-stage yields (resumable).",
+    )
+    register(
         "funreason_mt.sft",
         config=f"{_R}.sft:SftRecipeConfig",
         run=f"{_R}.sft:run",
