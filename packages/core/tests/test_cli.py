@@ -1,10 +1,13 @@
+import fcntl
 import json
+import os
 import subprocess
 import sys
 
 import yaml
 
 from aworld_rl_core import cli
+from aworld_rl_core.testing.contracts import heavy_modules_after
 
 
 def test_show_config_prints_resolved_config(demo_registry, capsys):
@@ -17,6 +20,7 @@ def test_show_config_prints_resolved_config(demo_registry, capsys):
         "limit": None,
         "interrupt_at": -1,
         "sleep_at": -1,
+        "noisy": False,
         "optim": {"lr": 0.5, "schedule": "cosine"},
     }
 
@@ -75,15 +79,12 @@ def test_interrupt_leaves_consistent_run_dir(demo_registry, tmp_path, capsys):
 
 def test_plugins_and_help_do_not_import_torch():
     code = (
-        "import sys, io, contextlib\n"
+        "import io, contextlib\n"
         "from aworld_rl_core import cli\n"
         "with contextlib.redirect_stdout(io.StringIO()):\n"
         "    cli.main(['plugins']); cli.main(['core.bfcl-check', '--help'])\n"
-        "heavy = ('torch', 'transformers', 'trl', 'bfcl_eval')\n"
-        "print(sorted(m for m in heavy if m in sys.modules))\n"
     )
-    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
-    assert out.stdout.strip().splitlines()[-1] == "[]", out.stderr
+    assert heavy_modules_after(code) == []
 
 
 def test_console_script_lists_core():
@@ -91,3 +92,51 @@ def test_console_script_lists_core():
         [sys.executable, "-m", "aworld_rl_core.cli", "plugins"], capture_output=True, text=True
     )
     assert "aworld-rl-core" in out.stdout and "core.bfcl-check" in out.stdout
+
+
+def test_library_noise_goes_to_the_run_log(demo_registry, tmp_path, capfd):
+    out_dir = tmp_path / "run"
+    assert cli.main(["demo.count", "noisy=true", "--output-dir", str(out_dir), "--quiet"]) == 0
+    out, err = capfd.readouterr()
+    assert err == ""  # no FutureWarning, no library log line, no loading bar
+    assert out.startswith("\ndemo.count: completed\n")  # --quiet: only the summary
+    assert "  pass_rate: 99.8%\n" in out  # 1051 of 1053, not 100%
+    assert f"  warnings: 3 (in {out_dir / 'run.log'})" in out
+    log = (out_dir / "run.log").read_text()
+    for line in ("this API is deprecated (demo)", "a library logs a warning (demo)"):
+        assert line in log
+    assert "transformers logs a warning (demo)" in log
+
+
+def test_bad_config_input_is_one_line(demo_registry, tmp_path, capsys):
+    latin = tmp_path / "latin1.yaml"
+    latin.write_bytes("name: caf\xe9\n".encode("latin-1"))
+    twice = tmp_path / "twice.yaml"
+    twice.write_text("steps: 1\nsteps: 2\n")
+    for args in (
+        ["--config", str(latin)],
+        ["--config", str(tmp_path)],
+        ["--config", str(twice)],
+        ["steps=[1,"],
+        ["optim.lr=nan"],
+        ["steps=-1e999"],
+    ):
+        assert cli.main(["demo.count", *args]) == 2, args
+        err = capsys.readouterr().err
+        assert err.startswith("aworld-run: error: ") and err.count("\n") == 1, err
+
+
+def test_a_closed_pipe_ends_quietly():
+    read_end, write_end = os.pipe()
+    fcntl.fcntl(write_end, 1031, 4096)  # F_SETPIPE_SZ: a small pipe, as `| head` sees it
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "aworld_rl_core.cli", "core.grpo", "--help"],
+        stdout=write_end,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    os.close(write_end)
+    with os.fdopen(read_end) as reader:
+        assert reader.readline().startswith("aworld-run core.grpo")
+    _, err = proc.communicate(timeout=120)
+    assert (proc.returncode, err) == (0, "")

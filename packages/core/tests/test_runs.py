@@ -16,8 +16,9 @@ import pytest
 
 from aworld_rl_core import cli
 from aworld_rl_core.backends.config import TrainerConfig
-from aworld_rl_core.config import to_yaml
+from aworld_rl_core.config import option, to_yaml
 from aworld_rl_core.errors import AworldError
+from aworld_rl_core.llm.config import LLMConfig
 from aworld_rl_core.runs import RESUME_MAY_CHANGE, resume_config
 
 SUPPORT = Path(__file__).parent / "support"
@@ -65,6 +66,8 @@ def test_resume_refuses_another_preset_or_override_showing_the_diff(
 @dataclass(frozen=True, kw_only=True)
 class Trained:
     trainer: TrainerConfig = field(default_factory=TrainerConfig, metadata={"help": "t"})
+    rounds: int = option(2, help="a budget a resume may raise", resumable=True)
+    mode: str = option("v1", help="not resumable")
 
 
 def test_only_the_documented_keys_may_change_on_resume(tmp_path):
@@ -74,6 +77,9 @@ def test_only_the_documented_keys_may_change_on_resume(tmp_path):
     assert more.trainer.max_steps == 20
     with pytest.raises(AworldError, match=r"trainer\.seed: 42 \(run\) -> 3 \(this command\)"):
         resume_config(tmp_path, Trained, overrides=["trainer.max_steps=20", "trainer.seed=3"])
+    assert resume_config(tmp_path, Trained, overrides=["rounds=5"]).rounds == 5  # resumable=True
+    with pytest.raises(AworldError, match=r"mode: 'v1' \(run\) -> 'v3'"):
+        resume_config(tmp_path, Trained, overrides=["mode=v3"])
 
 
 def test_status_gives_the_exact_command(demo_registry, tmp_path, capsys):
@@ -139,3 +145,27 @@ def test_lock_and_sigterm(demo_registry, tmp_path, capsys):
     assert "Status: **interrupted**" in (out / "report.md").read_text()
     assert cli.main(["demo.count", "--output-dir", str(out), "--resume", "sleep_at=-1"]) == 2
     assert "sleep_at: 1 (run) -> -1 (this command)" in capsys.readouterr().err  # lock is free
+
+
+@dataclass(frozen=True, kw_only=True)
+class Judged:
+    llm: LLMConfig = option(factory=LLMConfig, help="agent")
+    judges: tuple[LLMConfig, ...] = option(
+        factory=lambda: (LLMConfig(model="a"), LLMConfig(model="b")), help="judges"
+    )
+
+
+def test_where_a_model_is_served_may_change_on_resume_which_model_may_not(tmp_path):
+    (tmp_path / "config.yaml").write_text(to_yaml(Judged()))
+    moved = resume_config(tmp_path, Judged, overrides=["llm.base_url=http://10.0.0.2:8000/v1"])
+    assert moved.llm.base_url == "http://10.0.0.2:8000/v1"
+    with pytest.raises(AworldError, match=r"llm\.temperature: 0\.7 \(run\) -> 0\.0"):
+        resume_config(tmp_path, Judged, overrides=["llm.temperature=0"])
+    (tmp_path / "new.yaml").write_text(
+        to_yaml(Judged(judges=(LLMConfig(model="a"), LLMConfig(model="b", base_url="http://x/v1"))))
+    )
+    kept = resume_config(tmp_path, Judged, config_file=tmp_path / "new.yaml")
+    assert kept.judges[1].base_url == "http://x/v1"
+    (tmp_path / "other.yaml").write_text(to_yaml(Judged(judges=(LLMConfig(model="c"),) * 2)))
+    with pytest.raises(AworldError, match=r"judges\[0\]\.model: 'a' \(run\) -> 'c'"):
+        resume_config(tmp_path, Judged, config_file=tmp_path / "other.yaml")

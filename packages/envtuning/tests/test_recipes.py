@@ -6,7 +6,7 @@ import pytest
 import yaml
 
 from aworld_rl_core import registry
-from aworld_rl_core.config import load_config
+from aworld_rl_core.config import load_config, to_yaml
 from aworld_rl_core.llm.scripted_server import ScriptedLLMServer
 from aworld_rl_core.runs import execute
 from aworld_rl_core.testing.contracts import PluginContract, RecipeContract
@@ -110,7 +110,7 @@ def test_curriculum_resumes_finished_stages_without_training(tmp_path, aworld_ho
     )
     run_dir = tmp_path / "run"
     run_dir.mkdir()
-    (run_dir / "config.yaml").write_text("{}")
+    (run_dir / "config.yaml").write_text(to_yaml(cfg))  # the run being resumed
     names = [s.name for s in cfg.stages]
     state = {
         "model": "ckpt",

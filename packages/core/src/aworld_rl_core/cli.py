@@ -138,6 +138,8 @@ def _run(name: str, argv: list[str], *, show_only: bool) -> int:
     entry = registry.get_recipe(name)
     args = _recipe_parser(name).parse_intermixed_args(argv)
     config_cls = entry.config_cls()
+    if args.resume and not (args.help or show_only):
+        return _resume(name, entry, config_cls, args)
     cfg = load_config(
         config_cls,
         preset=args.preset,
@@ -151,24 +153,37 @@ def _run(name: str, argv: list[str], *, show_only: bool) -> int:
     if show_only:
         print(to_yaml(cfg), end="")
         return 0
-    if args.resume and args.overwrite:
+    from aworld_rl_core.runs import default_run_dir
+
+    output_dir = (args.output_dir or default_run_dir(name)).expanduser().absolute()
+    return _execute(name, entry, cfg, args, output_dir)
+
+
+def _resume(name: str, entry: Any, config_cls: type[Any], args: argparse.Namespace) -> int:
+    """``--resume``: the saved config.yaml, with only what RESUME_MAY_CHANGE allows changed."""
+    from aworld_rl_core.runs import resume_config
+
+    if args.overwrite:
         raise AworldError(
             "--resume continues the run in --output-dir, --overwrite replaces it: pick one"
         )
-    if args.resume and args.output_dir is None:
+    if args.output_dir is None:
         raise AworldError("--resume needs --output-dir pointing at the run to continue")
-    from aworld_rl_core.runs import default_run_dir, execute, resume_config
+    output_dir = args.output_dir.expanduser().absolute()
+    cfg = resume_config(
+        output_dir,
+        config_cls,
+        preset=args.preset,
+        config_file=args.config,
+        presets=entry.presets,
+        overrides=args.overrides,
+    )
+    return _execute(name, entry, cfg, args, output_dir)
 
-    output_dir = (args.output_dir or default_run_dir(name)).expanduser().absolute()
-    if args.resume:
-        cfg = resume_config(
-            output_dir,
-            config_cls,
-            preset=args.preset,
-            config_file=args.config,
-            presets=entry.presets,
-            overrides=args.overrides,
-        )
+
+def _execute(name: str, entry: Any, cfg: Any, args: argparse.Namespace, output_dir: Path) -> int:
+    from aworld_rl_core.runs import execute
+
     try:
         result, run = execute(
             name,
@@ -222,7 +237,8 @@ def _print_recipe_help(entry: registry.RecipeEntry, cfg: object, shown: str | No
     print(f"config keys (key=value; defaults: {source}):")
     for doc in describe(type(cfg), defaults=cfg):
         bounds = f", {doc.bounds}" if doc.bounds else ""
-        print(f"  {doc.key} ({doc.type}{bounds}, default {doc.default!r})")
+        resumable = ", may change on --resume" if doc.resumable else ""
+        print(f"  {doc.key} ({doc.type}{bounds}{resumable}, default {doc.default!r})")
         if doc.help:
             print(f"      {doc.help}")
 

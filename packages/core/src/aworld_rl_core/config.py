@@ -33,15 +33,21 @@ def option(
     ge: float | None = None,
     gt: float | None = None,
     le: float | None = None,
+    resumable: bool = False,
 ) -> Any:
     """A documented config field: ``lr: float = option(1e-6, help="learning rate", gt=0)``.
 
     ``ge`` / ``gt`` / ``le`` bound a number (every element of a list of numbers): a value that
     breaks a bound is a :class:`ConfigError` naming the key. Floats are always finite (NaN and
-    infinities are refused).
+    infinities are refused). ``resumable`` marks a field a ``--resume`` may change (a budget
+    such as a number of rounds), besides ``runs.RESUME_MAY_CHANGE``.
     """
     bounds = {k: v for k, v in (("ge", ge), ("gt", gt), ("le", le)) if v is not None}
-    metadata = {"help": help, **({"bounds": bounds} if bounds else {})}
+    metadata: dict[str, Any] = {"help": help}
+    if bounds:
+        metadata["bounds"] = bounds
+    if resumable:
+        metadata["resumable"] = True
     if factory is not None:
         return dataclasses.field(default_factory=factory, metadata=metadata)
     return dataclasses.field(default=default, metadata=metadata)
@@ -139,7 +145,7 @@ class _UniqueKeyLoader(yaml.SafeLoader):
     def construct_mapping(self, node: yaml.MappingNode, deep: bool = False) -> dict[Any, Any]:
         seen: set[Any] = set()
         for key_node, _ in node.value:
-            key = self.construct_object(key_node, deep=deep)  # type: ignore[no-untyped-call]
+            key = self.construct_object(key_node, deep=deep)
             if key in seen:
                 raise yaml.constructor.ConstructorError(
                     None, None, f"duplicate key {key!r}", key_node.start_mark
@@ -205,7 +211,7 @@ def from_dict(cls: type[T], data: Mapping[str, Any], prefix: str = "", base: Any
     if not isinstance(data, Mapping):
         raise ConfigError(f"{prefix.rstrip('.') or 'config'}: expected a mapping, got {data!r}")
     hints = typing.get_type_hints(cls)
-    fields = {f.name: f for f in dataclasses.fields(cls) if f.init}
+    fields = {f.name: f for f in dataclasses.fields(typing.cast(Any, cls)) if f.init}
     for key in data:
         if key not in fields:
             valid = [prefix + name for name in fields]
@@ -255,7 +261,7 @@ def _convert(tp: Any, value: Any, key: str, base: Any = None) -> Any:
         if value in args:
             return value
         raise ConfigError(f"{key}: expected one of {', '.join(map(repr, args))}, got {value!r}")
-    if dataclasses.is_dataclass(tp):
+    if isinstance(tp, type) and dataclasses.is_dataclass(tp):
         inner = base if isinstance(base, tp) else None
         return from_dict(tp, value if value is not None else {}, key + ".", inner)
     if origin in (list, tuple, Sequence) or tp in (list, tuple):
@@ -363,6 +369,7 @@ class FieldDoc:
     default: Any
     help: str
     bounds: str = ""
+    resumable: bool = False
 
 
 def describe(cls: type, prefix: str = "", defaults: Any = None) -> Iterator[FieldDoc]:
@@ -387,7 +394,7 @@ def describe(cls: type, prefix: str = "", defaults: Any = None) -> Iterator[Fiel
             default = f.default_factory()
         else:
             default = "(required)"
-        if dataclasses.is_dataclass(tp):
+        if isinstance(tp, type) and dataclasses.is_dataclass(tp):
             nested = default if dataclasses.is_dataclass(default) else None
             yield from describe(tp, f"{prefix}{f.name}.", nested)
             continue
@@ -397,4 +404,5 @@ def describe(cls: type, prefix: str = "", defaults: Any = None) -> Iterator[Fiel
             to_dict(default),
             f.metadata.get("help", ""),
             bounds_text(f),
+            bool(f.metadata.get("resumable")),
         )

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import difflib
+import functools
 import importlib
 import importlib.metadata as md
 import os
@@ -60,7 +61,7 @@ class Entry:
 class RecipeEntry(Entry):
     """A recipe: ``config`` dataclass, ``run(cfg, run)`` and the presets directory."""
 
-    def config_cls(self) -> type:
+    def config_cls(self) -> type[Any]:
         return self.load(self.meta["config"])
 
     def run_fn(self) -> Any:
@@ -242,7 +243,9 @@ def build_registry(
     registry = Registry()
     blocked = _disabled()
     candidates = _entry_point_candidates(registry) if entry_points else []
-    candidates += [_Candidate(PluginInfo(n, None, None), lambda p=p: p) for n, p in extra]
+    candidates += [
+        _Candidate(PluginInfo(n, None, None), functools.partial(_same, p)) for n, p in extra
+    ]
     loaded: list[PluginInfo] = []
     for candidate in candidates:
         info = candidate.info
@@ -251,10 +254,10 @@ def build_registry(
         try:
             pm.register(candidate.load(), name=info.name)
         except Exception as exc:  # a broken plugin is reported, never hidden, never fatal
-            error = _error(exc)
+            why = _error(exc)
             if isinstance(exc, ModuleNotFoundError):
-                error += ". " + install_hint(info.dist, exc.name or "")
-            registry.plugins.append(replace(info, error=error))
+                why += ". " + install_hint(info.dist, exc.name or "")
+            registry.plugins.append(replace(info, error=why))
             continue
         try:
             pm.check_pending()  # every plugin before this one passed: the culprit is this one
@@ -267,7 +270,7 @@ def build_registry(
         plugin = pm.get_plugin(info.name)
         others = [p for p in pm.get_plugins() if p is not plugin]
         entries: list[Entry] = []
-        error = None
+        error: str | None = None
         for kind in KINDS:
             register = _Registrar(kind, info.name, info.dist)
             try:
@@ -283,6 +286,10 @@ def build_registry(
     order = {c.info.name: i for i, c in enumerate(candidates)}
     registry.plugins.sort(key=lambda p: (order.get(p.name, len(order)), p.error is not None))
     return registry
+
+
+def _same(plugin: object) -> object:
+    return plugin
 
 
 def install_hint(dist: str | None, module: str) -> str:

@@ -11,22 +11,25 @@ that resumes it. Library warnings and logs go to ``run.log`` in the directory, n
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import json
 import logging
 import os
+import re
 import shlex
 import shutil
 import signal
 import threading
 import time
+import typing
 import warnings
-from collections.abc import Callable, Iterable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence, Sized
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any, TypeVar
 
-from aworld_rl_core.config import describe, load_config, to_yaml
+from aworld_rl_core.config import load_config, to_dict, to_yaml
 from aworld_rl_core.errors import AworldError
 from aworld_rl_core.report import write_report
 from aworld_rl_core.tracking import MetricsLog, TrackingConfig
@@ -139,7 +142,7 @@ class Run:
             TimeRemainingColumn,
         )
 
-        if total is None and hasattr(iterable, "__len__"):
+        if total is None and isinstance(iterable, Sized):
             total = len(iterable)
         columns = [
             TextColumn("[bold]{task.description}"),
@@ -174,19 +177,73 @@ def _write_atomic(path: Path, text: str) -> None:
 # ---------------------------------------------------------------------------------------------
 
 
-def may_change_on_resume(key: str) -> bool:
-    """Whether ``key`` is in :data:`RESUME_MAY_CHANGE` (``section.*`` covers a section)."""
-    return any(
-        key == allowed or (allowed.endswith(".*") and key.startswith(allowed[:-1]))
+def may_change_on_resume(key: str, cls: type | None = None) -> bool:
+    """Whether ``key`` is in :data:`RESUME_MAY_CHANGE` (``section.*`` covers a section) or names
+    a field of config class ``cls`` declared ``option(..., resumable=True)`` (``judges[1].base_url``
+    reaches into a list of sections)."""
+    plain = re.sub(r"\[\d+\]", "", key)
+    if any(
+        plain == allowed or (allowed.endswith(".*") and plain.startswith(allowed[:-1]))
         for allowed in RESUME_MAY_CHANGE
-    )
+    ):
+        return True
+    found = _field_at(cls, plain.split(".")) if cls is not None else None
+    return found is not None and bool(found.metadata.get("resumable"))
 
 
-def config_diff(old: Any, new: Any) -> list[tuple[str, Any, Any]]:
-    """``(key, old value, new value)`` for each leaf key where two configs differ."""
-    before = {d.key: d.default for d in describe(type(old), defaults=old)}
-    after = {d.key: d.default for d in describe(type(new), defaults=new)}
-    return [(k, before[k], after[k]) for k in before if before[k] != after.get(k)]
+def _field_at(cls: Any, path: list[str]) -> dataclasses.Field | None:
+    """The dataclass field a dotted path names (through nested and listed sections)."""
+    for i, name in enumerate(path):
+        if not dataclasses.is_dataclass(cls):
+            return None
+        fields = {f.name: f for f in dataclasses.fields(cls)}
+        if name not in fields:
+            return None
+        if i == len(path) - 1:
+            return fields[name]
+        cls = _section_type(typing.get_type_hints(cls)[name])
+    return None
+
+
+def _section_type(tp: Any) -> Any:
+    """The dataclass inside ``tp`` (itself, or the item type of a list, tuple or Optional)."""
+    if dataclasses.is_dataclass(tp):
+        return tp
+    for arg in typing.get_args(tp):
+        found = _section_type(arg)
+        if found is not None:
+            return found
+    return None
+
+
+def _join(prefix: str, name: str) -> str:
+    return f"{prefix}.{name}" if prefix else name
+
+
+def config_diff(old: Any, new: Any, prefix: str = "") -> list[tuple[str, Any, Any]]:
+    """``(key, old value, new value)`` for each leaf where two configs differ; sections and
+    lists of sections are compared field by field (``judges[1].base_url``)."""
+    if dataclasses.is_dataclass(old) and type(old) is type(new):
+        return [
+            diff
+            for f in dataclasses.fields(old)
+            for diff in config_diff(
+                getattr(old, f.name), getattr(new, f.name), _join(prefix, f.name)
+            )
+        ]
+    if (
+        isinstance(old, (list, tuple))
+        and isinstance(new, (list, tuple))
+        and len(old) == len(new)
+        and any(dataclasses.is_dataclass(v) for v in old)
+    ):
+        return [
+            diff
+            for i, (a, b) in enumerate(zip(old, new, strict=True))
+            for diff in config_diff(a, b, f"{prefix}[{i}]")
+        ]
+    before, after = to_dict(old), to_dict(new)
+    return [] if before == after else [(prefix, before, after)]
 
 
 def resume_config(
@@ -221,16 +278,18 @@ def resume_config(
 def refuse_changes(saved: Any, requested: Any, directory: Path) -> None:
     """Raise, showing the diff, when ``requested`` differs from ``saved`` outside
     :data:`RESUME_MAY_CHANGE`."""
-    refused = [d for d in config_diff(saved, requested) if not may_change_on_resume(d[0])]
+    refused = [
+        d for d in config_diff(saved, requested) if not may_change_on_resume(d[0], type(saved))
+    ]
     if not refused:
         return
     lines = "\n".join(f"  {k}: {old!r} (run) -> {new!r} (this command)" for k, old, new in refused)
     raise AworldError(
         f"--resume: this command asks for another config than the run in '{directory}' was "
         f"started with:\n{lines}\nResume with `aworld-run <recipe> --output-dir {directory} "
-        f"--resume` (it runs the saved config.yaml); only {', '.join(RESUME_MAY_CHANGE)} may "
-        "change on resume. For a different config, start a new run (another --output-dir) or "
-        "start over with --overwrite."
+        f"--resume` (it runs the saved config.yaml); only {', '.join(RESUME_MAY_CHANGE)} and the "
+        "recipe's resumable keys (see --help) may change on resume. For a different config, "
+        "start a new run (another --output-dir) or start over with --overwrite."
     )
 
 

@@ -308,6 +308,7 @@ def test_batch_size_must_be_a_multiple_of_micro_batch(tmp_path):
 
 
 class TestHfSftContract(BackendContract):
-    """The registered ``hf-sft`` backend has the backend shape (core's contract test)."""
+    """The registered ``hf-sft`` backend: its shape, two toy steps and a resume."""
 
     backend = "hf-sft"
+    kind = "sft"

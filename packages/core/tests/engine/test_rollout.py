@@ -11,6 +11,7 @@ from aworld_rl_core.backends.hf_generate import generate_turns
 from aworld_rl_core.engine import ChatCodec, Limits, Rollout, run_batched
 from aworld_rl_core.environment import Step
 from aworld_rl_core.envs.toy import LowercaseEnv, lowercase_reward, lowercase_score, toy_tasks
+from aworld_rl_core.testing.contracts import heavy_modules_after
 
 
 def run_episodes(envs, generate, codec, limits, *, batch_size=None):
@@ -147,15 +148,9 @@ def test_toy_tasks_are_deterministic():
 
 
 def test_backend_recipe_and_toy_modules_import_nothing_heavy():
-    import subprocess
-    import sys
-
     code = (
-        "import sys\n"
         "import aworld_rl_core.backends.trl_grpo, aworld_rl_core.engine\n"
         "import aworld_rl_core.backends.hf_generate, aworld_rl_core.envs.toy\n"
         "import aworld_rl_core.recipes.grpo\n"
-        "print(sorted(m for m in ('torch', 'transformers', 'trl', 'datasets') if m in sys.modules))"
     )
-    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
-    assert out.stdout.strip() == "[]"
+    assert heavy_modules_after(code, ("torch", "transformers", "trl", "datasets")) == []

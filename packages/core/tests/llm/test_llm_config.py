@@ -3,13 +3,12 @@
 from __future__ import annotations
 
 import dataclasses
-import subprocess
-import sys
 
 import pytest
 
 from aworld_rl_core.config import ConfigError, from_dict
 from aworld_rl_core.llm import LLMConfig, OpenAIClient, make_client, make_sync_client
+from aworld_rl_core.testing.contracts import heavy_modules_after
 
 
 def test_every_field_has_help():
@@ -53,9 +52,5 @@ def test_factory_builds_the_openai_client(monkeypatch):
 
 
 def test_importing_the_package_loads_no_heavy_library():
-    code = (
-        "import sys, aworld_rl_core.llm, aworld_rl_core.llm.scripted_server;"
-        "print(sorted(m for m in ('httpx', 'torch', 'transformers') if m in sys.modules))"
-    )
-    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
-    assert out.stdout.strip() == "[]"
+    code = "import aworld_rl_core.llm, aworld_rl_core.llm.scripted_server"
+    assert heavy_modules_after(code, ("httpx", "torch", "transformers")) == []

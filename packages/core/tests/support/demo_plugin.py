@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import logging
 import time
+import warnings
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Literal
@@ -27,10 +29,25 @@ class CountConfig:
         default=-1, metadata={"help": "raise KeyboardInterrupt at this step (not on resume)"}
     )
     sleep_at: int = field(default=-1, metadata={"help": "sleep a minute at this step"})
+    noisy: bool = field(
+        default=False, metadata={"help": "warn and log as libraries do (transformers, warnings)"}
+    )
     optim: Optim = field(default_factory=Optim, metadata={"help": "optimiser"})
 
 
+def _make_noise() -> None:
+    from transformers.utils import logging as hf_logging
+
+    warnings.warn("this API is deprecated (demo)", FutureWarning, stacklevel=2)
+    logging.getLogger("demo.lib").warning("a library logs a warning (demo)")
+    hf_logging.get_logger("transformers.demo").warning("transformers logs a warning (demo)")
+    for _ in hf_logging.tqdm(range(3), desc="Loading weights (demo)"):
+        pass
+
+
 def run(cfg: CountConfig, run: Run) -> RunResult:
+    if cfg.noisy:
+        _make_noise()
     total = 0
     for step in run.progress(range(cfg.steps), desc="counting"):
         if step == cfg.interrupt_at and not run.resume:
@@ -41,7 +58,10 @@ def run(cfg: CountConfig, run: Run) -> RunResult:
         total += step
         run.log({"total": total, "lr": cfg.optim.lr}, step=step)
     run.add_section("Summary", f"counted to {total}")
-    return RunResult(metrics={"total": total}, outputs={"metrics": run.dir / "metrics.jsonl"})
+    return RunResult(
+        metrics={"total": total, "pass_rate": 1051 / 1053},
+        outputs={"metrics": run.dir / "metrics.jsonl"},
+    )
 
 
 class DemoPlugin:

@@ -119,6 +119,7 @@ class EnvTuningEnv:
             self.stats.steps.append(StepKind.FORMAT_ERROR)
             return self._continue_or_advance([_user(_format_feedback(parsed, self.think_tag))])
         if parsed.calls:
+            assert self.entry.ground_truth is not None  # a judged episode (MultiTurnEpisode)
             if not self.entry.ground_truth[self._episode.turn]:
                 self.stats.steps.append(StepKind.BLOCKED_CALL)
                 self.calls_per_turn[-1].append(parsed.call_strings())  # BFCL judges them too

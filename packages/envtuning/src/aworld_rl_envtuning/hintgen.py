@@ -205,7 +205,7 @@ def make_hint(
     for _ in range(max_attempts):
         proposal = parse_json_object(generator(generator_messages(group, feedback)))
         problem = _proposal_problem(proposal)
-        if problem:
+        if problem or proposal is None:
             attempts.append(HintAttempt(proposal, None, False))
             feedback = problem
             continue

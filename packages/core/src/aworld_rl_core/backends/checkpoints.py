@@ -13,7 +13,12 @@ import os
 import re
 import shutil
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:  # a mixin over transformers' Trainer: its attributes are the Trainer's
+    _Trainer = Any
+else:
+    _Trainer = object
 
 STAGING = ".staging"
 TRAINER_STATE = "trainer_state.json"  # what transformers writes last into a checkpoint
@@ -50,7 +55,7 @@ def latest_checkpoint(directory: Path, prefix: str = "checkpoint-") -> Path | No
     return found[-1] if found else None
 
 
-class AtomicCheckpoints:
+class AtomicCheckpoints(_Trainer):
     """Mixin for a transformers ``Trainer`` (put it first among the bases): each checkpoint is
     saved into ``<output_dir>/.staging/checkpoint-N`` and renamed to ``<output_dir>/checkpoint-N``
     once everything (weights, optimizer, scheduler, RNG, trainer state) is written. A rename is
@@ -59,7 +64,7 @@ class AtomicCheckpoints:
     _staging_checkpoint = False
 
     def _get_output_dir(self, trial: Any) -> str:
-        real = super()._get_output_dir(trial)  # type: ignore[misc]
+        real = super()._get_output_dir(trial)
         return os.path.join(real, STAGING) if self._staging_checkpoint else real
 
     def _save_checkpoint(self, model: Any, trial: Any) -> None:
@@ -68,10 +73,10 @@ class AtomicCheckpoints:
         shutil.rmtree(staging, ignore_errors=True)  # what a killed save left behind
         self._staging_checkpoint = True
         try:
-            super()._save_checkpoint(model, trial)  # type: ignore[misc]
+            super()._save_checkpoint(model, trial)
         finally:
             self._staging_checkpoint = False
-        name = f"checkpoint-{self.state.global_step}"  # type: ignore[attr-defined]
+        name = f"checkpoint-{self.state.global_step}"
         if (staging / name).is_dir():
             final = real / name
             if final.exists():  # saved again at the same step
@@ -81,7 +86,7 @@ class AtomicCheckpoints:
         self._rotate(real)
 
     def _rotate(self, directory: Path) -> None:
-        limit = self.args.save_total_limit  # type: ignore[attr-defined]
+        limit = self.args.save_total_limit
         if limit is None or limit <= 0:
             return
         for old in checkpoints(directory)[:-limit]:

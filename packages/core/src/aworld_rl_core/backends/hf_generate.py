@@ -48,7 +48,7 @@ class HfGenerator:
         *,
         stop_strings: Sequence[str] = (),
         seed: int | None = None,
-    ) -> list[tuple[list[int], None]]:
+    ) -> list[tuple[list[int], list[float] | None]]:
         import torch
 
         if not prompts:

@@ -10,7 +10,7 @@ it logged as ``loss_alpha``. torch and transformers are imported only when a tra
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 
 def trainable_parameters(loss: Any) -> list[Any]:
@@ -50,7 +50,13 @@ def load_loss_state(loss: Any, checkpoint: Path, state_file: str, device: Any = 
         loss.load_state_dict(torch.load(path, map_location=device))
 
 
-class TokenLossMixin:
+if TYPE_CHECKING:  # a mixin over transformers' Trainer: its attributes are the Trainer's
+    _Trainer = Any
+else:
+    _Trainer = object
+
+
+class TokenLossMixin(_Trainer):
     """Put before a transformers ``Trainer`` class to train on :attr:`token_loss`.
 
     Call :meth:`use_token_loss` once the trainer is built. Subclasses say how the labels are

@@ -179,7 +179,7 @@ class TrlGrpoBackend:
             temperature=rl.temperature,
             top_p=rl.top_p,
         )
-        rewards = [glue.EpisodeReward(fn, rows) for fn in job.reward_fns()]
+        rewards: list[Any] = [glue.EpisodeReward(fn, rows) for fn in job.reward_fns()]
         if job.env is not None:
             rewards.append(glue.env_return)
         callback = glue.RunLogCallback(run)

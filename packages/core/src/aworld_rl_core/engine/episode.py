@@ -142,7 +142,9 @@ class Rollout:
             opening = [dict(m) for m in env.reset()]
             if not opening:
                 raise ValueError(f"{type(env).__name__}.reset() returned no opening messages")
-            episode_tools = (tools[i] if tools is not None else None) or getattr(env, "tools", None)
+            episode_tools: Any = (tools[i] if tools is not None else None) or getattr(
+                env, "tools", None
+            )
             episode = Episode(
                 messages=list(opening),
                 prompt_messages=list(opening),

@@ -187,7 +187,7 @@ class SyncClient:
             chat_many(
                 self.client,
                 list(requests),
-                concurrency=concurrency or getattr(self.client, "concurrency", 32),
+                concurrency=concurrency or int(getattr(self.client, "concurrency", 32)),
                 return_exceptions=return_exceptions,
             )
         )

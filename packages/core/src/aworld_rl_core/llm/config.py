@@ -1,4 +1,9 @@
-"""``LLMConfig``: the config block a recipe nests for each LLM it calls (agent, judge, user)."""
+"""``LLMConfig``: the config block a recipe nests for each LLM it calls (agent, judge, user).
+
+Where the model is served and how it is reached (``base_url``, keys, concurrency, timeouts,
+retries, the cache directory, the local device) may change on ``--resume``; which model it is
+and how it samples may not.
+"""
 
 from __future__ import annotations
 
@@ -23,24 +28,31 @@ class LLMConfig:
     base_url: str = option(
         "http://127.0.0.1:8000/v1",
         help="server base URL including /v1 (vLLM/SGLang default port 8000/30000)",
+        resumable=True,
     )
     api_key_env: str = option(
         "OPENAI_API_KEY",
         help="environment variable holding the API key (unset: no Authorization header)",
+        resumable=True,
     )
-    concurrency: int = option(32, help="max requests in flight", ge=1)
+    concurrency: int = option(32, help="max requests in flight", ge=1, resumable=True)
     timeout_s: float = option(
         600.0,
         help="seconds for one attempt, the whole reply included (long generations need minutes)",
         gt=0,
+        resumable=True,
     )
-    max_retries: int = option(5, help="retries on timeouts, dropped connections, 429 and 5xx", ge=0)
+    max_retries: int = option(
+        5, help="retries on timeouts, dropped connections, 429 and 5xx", ge=0, resumable=True
+    )
     backoff_base_s: float = option(
-        1.0, help="first backoff cap; doubles per retry (full jitter)", ge=0
+        1.0, help="first backoff cap; doubles per retry (full jitter)", ge=0, resumable=True
     )
-    backoff_max_s: float = option(30.0, help="largest backoff between retries", ge=0)
+    backoff_max_s: float = option(
+        30.0, help="largest backoff between retries", ge=0, resumable=True
+    )
     cache_dir: str | None = option(
-        None, help="directory of the on-disk response cache (unset: no cache)"
+        None, help="directory of the on-disk response cache (unset: no cache)", resumable=True
     )
     temperature: float = option(0.7, help="sampling temperature (0: greedy)", ge=0)
     top_p: float = option(1.0, help="nucleus sampling p", gt=0, le=1)
@@ -50,11 +62,13 @@ class LLMConfig:
         factory=dict,
         help="extra request fields, e.g. {chat_template_kwargs: {enable_thinking: false}} on vLLM",
     )
-    device: str = option("cpu", help="provider=local: torch device")
+    device: str = option("cpu", help="provider=local: torch device", resumable=True)
     dtype: Literal["auto", "float32", "bfloat16", "float16"] = option(
         "auto", help="provider=local: parameter dtype"
     )
-    max_batch_size: int = option(8, help="provider=local: max requests per generate() batch", ge=1)
+    max_batch_size: int = option(
+        8, help="provider=local: max requests per generate() batch", ge=1, resumable=True
+    )
 
     def sampling(self) -> dict[str, Any]:
         """The default sampling parameters every request carries."""

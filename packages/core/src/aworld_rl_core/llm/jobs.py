@@ -80,7 +80,7 @@ async def run_jobs(
         return None
 
     async def compute(k: str, item: Item) -> Result:
-        result = await fn(item) if is_async else await asyncio.to_thread(fn, item)
+        result: Any = await asyncio.to_thread(fn, item) if not is_async else fn(item)
         if inspect.isawaitable(result):
             result = await result
         if not isinstance(result, dict):

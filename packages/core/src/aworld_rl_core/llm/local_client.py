@@ -68,7 +68,8 @@ class LocalHFClient(BaseLLMClient):
         from aworld_rl_core.testing.tiny import load_model_and_tokenizer
 
         try:
-            model, tokenizer = load_model_and_tokenizer(ModelConfig(name_or_path=path, dtype=dtype))
+            config = ModelConfig(name_or_path=path, dtype=dtype)  # type: ignore[arg-type]
+            model, tokenizer = load_model_and_tokenizer(config)
         except OSError as err:
             raise OSError(
                 f"cannot load a local model from {path!r} ({err}); provider=local needs a model "

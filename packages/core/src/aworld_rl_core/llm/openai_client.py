@@ -231,7 +231,9 @@ class OpenAIClient(BaseLLMClient):
         if tool_calls is not None and not isinstance(tool_calls, list):
             raise bad("tool_calls is not a list")
         reasoning = message.get("reasoning_content") or message.get("reasoning")
-        usage = data.get("usage") if isinstance(data.get("usage"), dict) else {}
+        usage = data.get("usage")
+        if not isinstance(usage, dict):
+            usage = {}
         stop_reason = choices[0].get("stop_reason")  # vLLM: the matched stop string
         return Completion(
             text=content or "",

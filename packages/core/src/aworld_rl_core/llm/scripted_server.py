@@ -277,10 +277,15 @@ class ScriptedLLM:
         if fault is None or fault.kind == "delay":
             wait += fault.seconds if fault is not None else 0.0
             reply = self._next_reply(body)
+        if reply is None:
+            reply = self._next_reply(body)
         if not isinstance(reply, Fault):
             return _json_answer(200, self.completion_body(reply, body), wait)
         if reply.kind == "drip":
-            answer = json.dumps(self.completion_body(self._next_reply(body), body)).encode()
+            content = self._next_reply(body)
+            if isinstance(content, Fault):
+                return _json_answer(500, {"error": {"message": "a drip needs a reply to send"}})
+            answer = json.dumps(self.completion_body(content, body)).encode()
             return _Answer(wait, 200, answer, fault=reply)
         if reply.kind in ("hang", "drop"):
             return _Answer(wait, fault=reply)
@@ -390,7 +395,8 @@ class ScriptedLLMServer(ScriptedLLM):
     @property
     def url(self) -> str:
         """``http://127.0.0.1:<port>``."""
-        return f"http://{self._httpd.server_address[0]}:{self.port}"
+        host = self._httpd.server_address[0]
+        return f"http://{host.decode() if isinstance(host, bytes) else host}:{self.port}"
 
     @property
     def base_url(self) -> str:

@@ -238,10 +238,11 @@ def _literal(node: ast.expr, budget: _Budget, depth: int) -> Any:
         return _constant(value)
     if isinstance(node, ast.UnaryOp) and isinstance(node.op, (ast.USub, ast.UAdd)):
         operand = node.operand
-        if isinstance(operand, ast.Constant) and _is_number(operand.value):
-            if type(operand.value) is float and not math.isfinite(operand.value):
+        number = operand.value if isinstance(operand, ast.Constant) else None
+        if isinstance(number, (int, float)) and not isinstance(number, bool):
+            if isinstance(number, float) and not math.isfinite(number):
                 raise ToolCallParseError(f"number {_snippet(node)} is out of range (not finite)")
-            return -operand.value if isinstance(node.op, ast.USub) else operand.value
+            return -number if isinstance(node.op, ast.USub) else number
         raise ToolCallParseError(f"unary sign only applies to numbers, got {_snippet(node)}")
     if isinstance(node, ast.List):
         return [_literal(e, budget, depth + 1) for e in node.elts]

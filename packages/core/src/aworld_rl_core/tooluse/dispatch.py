@@ -7,7 +7,7 @@ anything runs, and checked against :class:`CallLimits`: integer sizes and the ra
 parameters (a ``precision`` of a million digits) before the call, a time bound as the backstop.
 A call over a limit returns an error result and runs nothing. Process-global state a tool may
 change (the ``decimal`` context's precision and rounding, ``mpmath``'s precision) is restored
-after every call. Results
+after every call of a method whose module uses ``decimal`` or ``mpmath``. Results
 are rendered as text exactly as BFCL's executor (``execute_multi_turn_func_call``) renders them,
 so BFCL's response checker can compare them.
 """
@@ -62,7 +62,7 @@ ResultKind = Literal[
 Range = tuple[float | None, float | None]
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, eq=False)  # compared (and hashed) by identity: a cache key
 class CallLimits:
     """What a call may ask for. The argument checks run before the call and cost little.
 
@@ -132,6 +132,8 @@ class _MethodSpec:
     has_varargs: bool
     has_varkw: bool
     mutable_defaults: tuple[tuple[str, Any], ...]  # list/dict/set defaults, shared by every call
+    params: frozenset[str]  # every name an argument can be bound to
+    sets_precision: bool  # its module uses decimal or mpmath: keep their precision around calls
 
     @classmethod
     def of(cls, func: Callable[..., Any], is_classmethod: bool) -> _MethodSpec:
@@ -161,6 +163,8 @@ class _MethodSpec:
             mutable_defaults=tuple(
                 (p.name, p.default) for p in params if isinstance(p.default, (list, dict, set))
             ),
+            params=frozenset(pos) | kw,
+            sets_precision=not _PRECISION_NAMES.isdisjoint(getattr(func, "__globals__", ())),
         )
 
     def fresh_defaults(self, positional: tuple[Any, ...], arguments: dict[str, Any]) -> dict:
@@ -208,7 +212,7 @@ def _class_methods(cls: type) -> dict[str, _MethodSpec]:
 
 def public_methods(instance: object) -> dict[str, Callable[..., Any]]:
     """Public methods of ``instance`` (as BFCL sees them), bound, read from its class statically."""
-    cls = type(instance)
+    cls: Any = type(instance)
     return {
         name: types.MethodType(spec.func, cls if spec.is_classmethod else instance)
         for name, spec in _class_methods(cls).items()
@@ -247,8 +251,10 @@ class Dispatcher:
         allowed = None if allow is None else frozenset(allow)
         table: dict[str, tuple[_MethodSpec, object]] = {}
         owner: dict[str, str] = {}
+        ranges: dict[str, dict[str, Range]] = {}
         for label, inst in labelled:
-            cls = type(inst)
+            cls: Any = type(inst)
+            class_ranges = _class_ranges(cls, call_limits) if call_limits.numbers else {}
             for name, spec in _class_methods(cls).items():
                 if allowed is not None and name not in allowed:
                     continue
@@ -262,15 +268,15 @@ class Dispatcher:
                         continue
                 table[name] = (spec, cls if spec.is_classmethod else inst)
                 owner[name] = label
+                if name in class_ranges:
+                    ranges[name] = class_ranges[name]
+                elif name in ranges:  # a later class took the name
+                    del ranges[name]
         self._table = table
         self._owner = owner
         self._call_limits = call_limits
         self._int_bound = 10**call_limits.max_int_digits
-        self._ranges = {
-            name: ranges
-            for name, (spec, _) in table.items()
-            if (ranges := _ranges_of(name, spec, call_limits.numbers))
-        }
+        self._ranges = ranges
 
     # -- introspection -------------------------------------------------------------------------
 
@@ -324,9 +330,15 @@ class Dispatcher:
             arguments = call.arguments
             if spec.mutable_defaults:
                 arguments = spec.fresh_defaults(call.positional, arguments)
-            value, text = _run(
-                self._call_limits.time_s, spec.func, target, call.positional, arguments
-            )
+            outer = arm(self._call_limits.time_s)
+            try:
+                if spec.sets_precision:
+                    value, text = _keeping_precision(spec.func, target, call.positional, arguments)
+                else:
+                    value = spec.func(target, *call.positional, **arguments)
+                    text = format_result(value)
+            finally:
+                disarm(outer)
         except CallTimeout:
             seconds = self._call_limits.time_s
             return ToolResult(
@@ -416,13 +428,17 @@ def _bound_text(bound: float | None) -> str:
     return "-" if bound is None else f"{bound:g}"
 
 
-def _ranges_of(name: str, spec: _MethodSpec, numbers: Mapping[str, Range]) -> dict[str, Range]:
-    params = set(spec.pos_names) | spec.kw_names
-    return {
-        param: numbers.get(f"{name}.{param}", numbers.get(param))  # type: ignore[misc]
-        for param in params
-        if f"{name}.{param}" in numbers or param in numbers
-    }
+@functools.lru_cache(maxsize=512)
+def _class_ranges(cls: type, limits: CallLimits) -> dict[str, dict[str, Range]]:
+    """Method name -> the ranges ``limits.numbers`` sets on its parameters (once per class)."""
+    table = limits.numbers
+    out: dict[str, dict[str, Range]] = {}
+    for name, spec in _class_methods(cls).items():
+        for param in spec.params:
+            bounds = table.get(f"{name}.{param}") or table.get(param)
+            if bounds is not None:
+                out.setdefault(name, {})[param] = bounds
+    return out
 
 
 def _argument(spec: _MethodSpec, call: Call, param: str) -> Any:
@@ -435,27 +451,23 @@ def _argument(spec: _MethodSpec, call: Call, param: str) -> Any:
     return None
 
 
-def _run(
-    time_s: float | None,
+def _keeping_precision(
     func: Callable[..., Any],
     target: object,
     positional: tuple[Any, ...],
     arguments: Mapping[str, Any],
 ) -> tuple[Any, str]:
-    """The call and its rendering, under the backstop timer; then the ``decimal`` context's
-    precision and rounding and ``mpmath``'s precision are put back (tools set them globally:
-    BFCL's MathAPI does). The rendering comes first: ``mpmath`` numbers print at the tool's
-    precision."""
+    """The call and its rendering; then the ``decimal`` context's precision and rounding and
+    ``mpmath``'s precision are put back (tools set them globally: BFCL's MathAPI does). The
+    rendering comes first: ``mpmath`` numbers print at the tool's precision."""
     ctx = decimal.getcontext()
     prec, rounding = ctx.prec, ctx.rounding
     mpmath = sys.modules.get("mpmath")
     mp_prec = mpmath.mp.prec if mpmath is not None else _MPMATH_DEFAULT_PREC
-    outer = arm(time_s)
     try:
         value = func(target, *positional, **arguments)
         return value, format_result(value)
     finally:
-        disarm(outer)
         if decimal.getcontext() is not ctx:
             decimal.setcontext(ctx)
         if ctx.prec != prec or ctx.rounding != rounding:
@@ -463,6 +475,11 @@ def _run(
         mpmath = sys.modules.get("mpmath")  # the tool may have imported it
         if mpmath is not None and mpmath.mp.prec != mp_prec:
             mpmath.mp.prec = mp_prec
+
+
+_PRECISION_NAMES = frozenset(
+    {"decimal", "getcontext", "setcontext", "localcontext", "mpmath", "mp"}
+)
 
 
 _MPMATH_DEFAULT_PREC = 53

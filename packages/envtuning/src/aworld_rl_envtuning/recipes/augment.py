@@ -100,7 +100,7 @@ def mine_failures(cfg: AugmentConfig, run: Run) -> list[dict[str, Any]]:
                     **failure,
                     "entry_id": entry.id,
                     "question": question,
-                    "ground_truth": entry.ground_truth[turn],
+                    "ground_truth": entry.ground_truth[turn] if entry.ground_truth else None,
                 }
             )
     return failures

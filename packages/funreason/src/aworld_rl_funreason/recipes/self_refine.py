@@ -65,8 +65,8 @@ class SelfRefineConfig:
         factory=lambda: ModelConfig(name_or_path="Qwen/Qwen2.5-Coder-7B-Instruct"),
         help="the starting model M_0 (the SFT output)",
     )
-    rounds: int = option(1, help="v1: self-refinement rounds")
-    t_max: int = option(10, help="v3: at most this many re-sampling rounds")
+    rounds: int = option(1, help="v1: self-refinement rounds", ge=1, resumable=True)
+    t_max: int = option(10, help="v3: at most this many re-sampling rounds", ge=1, resumable=True)
     num_samples: int = option(3, help="answers sampled per query per round")
     sampler: LLMConfig = option(
         factory=lambda: LLMConfig(provider="local", temperature=0.7, max_tokens=4096),

@@ -136,8 +136,9 @@ def train_on_samples(
         "sft_rows": float(len(rows)),
         "skipped_no_reasoning": float(skipped),
     }
-    if job.loss is not None:
-        metrics["loss_alpha"] = job.loss.alpha_value()
+    loss: Any = job.loss  # SRML: a module with a learnable alpha
+    if loss is not None:
+        metrics["loss_alpha"] = loss.alpha_value()
     return RunResult(
         metrics=metrics, outputs=dict(result.outputs), checkpoints=list(result.checkpoints)
     )

@@ -49,7 +49,8 @@ def token_loss_trainer(base: type, loss: Any) -> type:
 
         def shift_and_segment(self, logits: Any, labels: Any, segment_inputs: Any) -> tuple:
             shifted = labels[:, 1:]
-            segments = segment_masks(shifted, *self._think_ids, ignore_index=IGNORE_INDEX)
+            open_ids, close_ids = self._think_ids
+            segments = segment_masks(shifted, open_ids, close_ids, ignore_index=IGNORE_INDEX)
             return logits[:, :-1, :], shifted, segments
 
     TokenLossTrainer.__name__ = TokenLossTrainer.__qualname__ = f"TokenLoss{base.__name__}"

@@ -55,7 +55,7 @@ def read_metrics(path: Path) -> list[tuple[int, dict[str, float]]]:
     """verl's file-logger records as (step, numeric metrics)."""
     if not path.is_file():
         return []
-    records = []
+    records: list[tuple[int, dict[str, float]]] = []
     for line in path.read_text(encoding="utf-8").splitlines():
         if not line.strip():
             continue

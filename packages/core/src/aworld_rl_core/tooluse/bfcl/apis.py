@@ -10,6 +10,7 @@ import importlib
 import json
 from collections.abc import Mapping
 from functools import cache
+from typing import Any
 
 from aworld_rl_core.tooluse.bfcl._install import bfcl_root, require_module
 
@@ -45,7 +46,7 @@ def api_class(name: str) -> type:
     return cls
 
 
-def _backend_config() -> object:
+def _backend_config() -> Any:
     """The module holding BFCL's class -> module mapping (moved between releases)."""
     try:
         from bfcl_eval.constants import executable_backend_config as config

@@ -58,10 +58,11 @@ def _check_type(
     if type(value) is expected:
         if nested is None:
             return OK, is_variable
+        items: Any = value
         for option in allowed:
             if type(option) is list and any(
                 not _check_type(param, item, option, nested.__name__, nested, None)[0][0]
-                for item in value
+                for item in items
             ):
                 continue
             return OK, is_variable

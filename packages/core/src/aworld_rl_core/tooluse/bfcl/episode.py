@@ -126,7 +126,7 @@ class MultiTurnEpisode:
         self.turn = 0
         self.turn_results: list[TurnResult] = []
         self._instances = self._new_instances()
-        self._dispatcher = Dispatcher(
+        self._dispatcher: Dispatcher | None = Dispatcher(
             self._instances, deny=BFCL_DENIED_NAMES, call_limits=call_limits
         )
         self._twin: dict[str, object] | None = None
@@ -199,6 +199,7 @@ class MultiTurnEpisode:
     def dispatch(self, calls: Sequence[str | Call]) -> list[ToolResult]:
         """Run calls in this turn; structured results (kind, text). Never raises on bad calls."""
         self._check_open()
+        assert self._dispatcher is not None  # _check_open: not closed
         results = self._dispatcher.execute([_pre_parsed(item) for item in calls])
         self._turn_calls += len(results)
         self._all_results.update(r.text for r in results)
@@ -213,7 +214,7 @@ class MultiTurnEpisode:
         self._check_open()
         index = self.turn
         made_calls = self._turn_calls > 0
-        if self._twin_dispatcher is None:
+        if self._twin_dispatcher is None or self.entry.ground_truth is None:
             result = TurnResult(index, 0.0, made_calls, False, reason="not judged (judge=False)")
         else:
             expected = list(self.entry.ground_truth[index])
@@ -248,7 +249,7 @@ class MultiTurnEpisode:
                 reason=f"turn {index}: the model made no call",
             )
         differences = {}
-        for name, gt_instance in self._twin.items():
+        for name, gt_instance in (self._twin or {}).items():
             diff = state_differences(self._instances[name], gt_instance)
             if diff:
                 differences[name] = diff

@@ -99,7 +99,9 @@ def judge_single_turn(
     if decoded is None:
         reason = f"cannot decode the output: {error}"
         return Verdict(False, (0.0,), reason, "ast_decoder:decoder_failed")
-    valid, error_type, reason = ast_check(entry.functions, decoded, entry.ground_truth, category)
+    valid, error_type, reason = ast_check(
+        entry.functions, decoded, entry.ground_truth or [], category
+    )
     return Verdict(valid, (float(valid),), reason, error_type)
 
 

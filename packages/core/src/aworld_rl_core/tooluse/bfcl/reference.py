@@ -40,7 +40,7 @@ def _import_ast_checker() -> types.ModuleType:
     name = "bfcl_eval.eval_checker.ast_eval.ast_checker"
     if name in sys.modules or _MODEL_CONFIG in sys.modules:
         return importlib.import_module(name)
-    stub = types.ModuleType(_MODEL_CONFIG)
+    stub: Any = types.ModuleType(_MODEL_CONFIG)
     stub.MODEL_CONFIG_MAPPING = _AnyModel()
     sys.modules[_MODEL_CONFIG] = stub
     try:
@@ -108,7 +108,7 @@ class BfclReference:
         irrelevance_check: bool = True,
     ) -> bool:
         """``multi_turn_checker`` (and ``multi_turn_irrelevance_checker``) on one-step turns."""
-        expected = entry.ground_truth
+        expected = entry.ground_truth or []
         if len(calls_per_turn) != len(expected) or len(entry.turns) != len(expected):
             return False  # the eval runner's force_terminated (a model answers per question turn)
         decoded = [[list(calls)] if calls else [] for calls in calls_per_turn]

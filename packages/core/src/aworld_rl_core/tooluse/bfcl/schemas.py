@@ -30,7 +30,7 @@ def _convert_properties(properties: dict[str, Any], mapping: dict[str, str]) -> 
 
 
 def _convert_items(items: dict[str, Any], mapping: dict[str, str]) -> None:
-    items["type"] = mapping.get(items.get("type"), "string")
+    items["type"] = mapping.get(str(items.get("type")), "string")
     if items["type"] == "array" and "items" in items:
         _convert_items(items["items"], mapping)
     elif items["type"] == "object" and "properties" in items:
