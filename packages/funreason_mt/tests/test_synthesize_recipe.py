@@ -18,10 +18,17 @@ from aworld_rl_funreason_mt.trajectory import Trajectory, replay
 OFFLINE = {"HF_HUB_OFFLINE": "1", "TRANSFORMERS_OFFLINE": "1", "TOKENIZERS_PARALLELISM": "false"}
 
 
-def demo(tmp_path, *overrides):
+def demo(tmp_path, *overrides, resume=False):
     entry = get_recipe("funreason_mt.synthesize")
     cfg = load_config(entry.config_cls(), preset="demo", presets=entry.presets, overrides=overrides)
-    return execute("funreason_mt.synthesize", entry.run_fn(), cfg, output_dir=tmp_path, quiet=True)
+    return execute(
+        "funreason_mt.synthesize",
+        entry.run_fn(),
+        cfg,
+        output_dir=tmp_path,
+        quiet=True,
+        resume=resume,
+    )
 
 
 def test_demo_preset_writes_replayable_trajectories(tmp_path, aworld_home):
@@ -115,3 +122,15 @@ def test_packaged_demo_trajectories_still_replay():
     for entry in entries:
         verdict = replay(entry)
         assert verdict, (entry["id"], verdict.reason)
+
+
+def test_a_resume_may_raise_the_record_count(tmp_path, aworld_home):
+    from aworld_rl_core.runs import may_change_on_resume
+    from aworld_rl_funreason_mt.recipes.synthesize import SynthesizeConfig
+
+    assert may_change_on_resume("records", SynthesizeConfig)
+    assert not may_change_on_resume("synthesis.rounds", SynthesizeConfig)
+    first, _ = demo(tmp_path, "records=2", "synthesis.rounds=1")
+    more, _ = demo(tmp_path, "records=3", "synthesis.rounds=1", resume=True)
+    assert first.metrics["attempted"] == 2.0 and more.metrics["attempted"] == 3.0
+    assert more.metrics["skipped_done"] == 2.0

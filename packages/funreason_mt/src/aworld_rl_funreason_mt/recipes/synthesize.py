@@ -101,10 +101,13 @@ class SynthesizeConfig:
     """Phases I-III for ``records`` trajectories, with the exports."""
 
     records: int = option(
-        16, help="trajectories to attempt (each one record of the pipeline)", ge=1
+        16,
+        help="trajectories to attempt (each one record of the pipeline; a --resume may raise it)",
+        ge=1,
+        resumable=True,
     )
     seed: int = option(0, help="base seed (each record's own seed comes from it and its key)")
-    concurrency: int = option(8, help="records in flight", ge=1)
+    concurrency: int = option(8, help="records in flight", ge=1, resumable=True)
     space: SpaceConfig = option(factory=SpaceConfig, help="API classes and initial states")
     graph: GraphConfig = option(factory=GraphConfig, help="the environment-API graph")
     synthesis: SynthesisConfig = option(factory=SynthesisConfig, help="phases I-III")
