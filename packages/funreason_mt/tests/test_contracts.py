@@ -14,8 +14,19 @@ class TestPlugin(PluginContract):
             "funreason_mt.synthesize",
             "funreason_mt.sft",
             "funreason_mt.rl",
-        ]
+        ],
+        "datasets": ["funreason_mt.trajectories"],
     }
+
+
+def test_trajectories_dataset_builder():
+    from aworld_rl_core.registry import get_dataset
+
+    builder = get_dataset("funreason_mt.trajectories")
+    records = list(builder())
+    assert len(records) == 6 and all(r.messages[0]["role"] == "system" for r in records)
+    clean = list(builder(drop_error_responses=True))
+    assert 0 < len(clean) < 6 and not any(r.metadata["error_tool_response"] for r in clean)
 
 
 class TestGraphRecipe(RecipeContract):

@@ -105,3 +105,13 @@ def read_entries(path: str) -> list[dict[str, Any]]:
         else:
             out.append(row)
     return out
+
+
+def trajectories_dataset(
+    path: str = DEMO_TRAJECTORIES, *, with_tools: bool = False, drop_error_responses: bool = False
+) -> list[ToolUseRecord]:
+    """``funreason_mt.trajectories``: synthesized trajectories as core records (dataset builder)."""
+    records = read_records(path, with_tools=with_tools)
+    if drop_error_responses:
+        records = [r for r in records if not r.metadata.get("error_tool_response")]
+    return records

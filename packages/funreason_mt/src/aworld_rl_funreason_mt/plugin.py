@@ -35,3 +35,12 @@ def register_recipes(register):
         presets="aworld_rl_funreason_mt:configs/sft",
         help="SFT on synthesized trajectories, split per assistant turn (hf-sft or LLaMA-Factory).",
     )
+
+
+@hookimpl
+def register_datasets(register):
+    register(
+        "funreason_mt.trajectories",
+        "aworld_rl_funreason_mt.data:trajectories_dataset",
+        help="synthesized trajectories (path=trajectories.jsonl or a synthesize run) as records.",
+    )
