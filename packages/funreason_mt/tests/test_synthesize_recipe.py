@@ -124,6 +124,22 @@ def test_packaged_demo_trajectories_still_replay():
         assert verdict, (entry["id"], verdict.reason)
 
 
+def test_packaged_entries_play_in_core_bfcl_prompting_env():
+    """BFCL's own protocol (core's BfclEnv, the leaderboard's prompting loop) scores them fully."""
+    from aworld_rl_core.tooluse.bfcl import entry_from_raw
+    from aworld_rl_core.tooluse.bfcl.prompting import BfclEnv, ground_truth_replies
+    from aworld_rl_funreason_mt.data import DEMO_TRAJECTORIES
+
+    for raw in read_entries(DEMO_TRAJECTORIES):
+        entry = entry_from_raw(raw)
+        env = BfclEnv(entry)
+        env.reset()
+        step = None
+        for reply in [r for turn in ground_truth_replies(entry) for r in turn]:
+            step = env.step(reply)
+        assert step is not None and step.done and step.info["progress"] == 1.0, entry.id
+
+
 def test_a_resume_may_raise_the_record_count(tmp_path, aworld_home):
     from aworld_rl_core.runs import may_change_on_resume
     from aworld_rl_funreason_mt.recipes.synthesize import SynthesizeConfig
