@@ -25,11 +25,11 @@ def _play(model, tokenizer, episodes: int, turns: int, new_tokens: int, batch_si
 
     from aworld_rl_core.backends.hf_generate import HfGenerator, generate_turns
     from aworld_rl_core.engine import ChatCodec, Limits, Rollout, run_batched
-    from aworld_rl_core.envs.toy import LowercaseEnv, ToyTasksConfig, toy_tasks
+    from aworld_rl_core.envs.toy import LowercaseEnv, toy_tasks
 
     codec = ChatCodec(tokenizer)
     generate = HfGenerator(model, pad_id=tokenizer.pad_token_id, stop_ids=[codec.eos_id])
-    tasks = toy_tasks(ToyTasksConfig(num_tasks=episodes, seed=seed))
+    tasks = toy_tasks(num_tasks=episodes, seed=seed)
     limits = Limits(
         max_turns=turns, max_new_tokens=new_tokens, max_response_tokens=turns * (new_tokens + 64)
     )
@@ -57,7 +57,7 @@ def main() -> None:
     args = parser.parse_args()
 
     from aworld_rl_core.backends.config import ModelConfig
-    from aworld_rl_core.testing.tiny import load_model_and_tokenizer
+    from aworld_rl_core.models import load_model_and_tokenizer
 
     model, tokenizer = load_model_and_tokenizer(ModelConfig(name_or_path=args.model))
     shape = (args.episodes, args.turns, args.max_new_tokens)

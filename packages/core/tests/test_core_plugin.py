@@ -1,4 +1,4 @@
-from aworld_rl_core.testing.contracts import PluginContract, RewardContract
+from aworld_rl_core.testing.contracts import DatasetContract, PluginContract, RewardContract
 
 
 class TestCorePlugin(PluginContract):
@@ -24,3 +24,11 @@ class TestToyLowercaseReward(RewardContract):
             [1.0, 0.0],
         )
     ]
+
+
+class TestToyTasksDataset(DatasetContract):
+    dataset = "core.toy-tasks"
+    options = {"num_tasks": 5, "seed": 3}
+
+    def check_rows(self, rows):
+        assert len(rows) == 5 and all(set(row) == {"topic"} for row in rows)

@@ -25,8 +25,12 @@ class Everything:
         register("t.len", lambda completions, **_: [float(len(c)) for c in completions])
 
     @hookimpl
+    def register_losses(self, register):
+        register("t.loss", "operator:add", kind="token")
+
+    @hookimpl
     def register_trainers(self, register):
-        register("t.loss", "operator:add")
+        register("t.trainer", "operator:add")
 
     @hookimpl
     def register_recipes(self, register):
@@ -54,9 +58,15 @@ def test_hook_register_rewards():
         assert registry.get_reward("t.len")(["ab", ""]) == [2.0, 0.0]
 
 
+def test_hook_register_losses():
+    with registry.use_registry(_registry()):
+        entry = registry.get_loss("t.loss")
+        assert entry.load()(2, 3) == 5 and entry.meta["kind"] == "token"
+
+
 def test_hook_register_trainers():
     with registry.use_registry(_registry()):
-        assert registry.get_trainer("t.loss")(2, 3) == 5
+        assert registry.get_trainer("t.trainer")(2, 3) == 5
 
 
 def test_hook_register_recipes():

@@ -301,7 +301,7 @@ def test_trl_rows_render_identically_after_arrow(tmp_path: Path):
     pytest.importorskip("transformers")
     from trl.data_utils import is_conversational
 
-    from aworld_rl_core.testing.tiny import tiny_tokenizer
+    from aworld_rl_core.models import tiny_tokenizer
 
     tok = tiny_tokenizer()
     weather = sample(

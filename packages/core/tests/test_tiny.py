@@ -1,4 +1,5 @@
-"""The tiny-model test kit: offline Qwen3 tokenizer and chat template, tiny random models."""
+"""``aworld_rl_core.models``: the offline Qwen3 tokenizer and chat template, tiny random models,
+loading what ``model.name_or_path`` names (and the errors when it names nothing)."""
 
 from __future__ import annotations
 
@@ -12,7 +13,7 @@ torch = pytest.importorskip("torch")
 pytest.importorskip("transformers")
 
 from aworld_rl_core.backends.config import ModelConfig  # noqa: E402
-from aworld_rl_core.testing.tiny import (  # noqa: E402
+from aworld_rl_core.models import (  # noqa: E402
     load_model_and_tokenizer,
     load_tokenizer,
     tiny_causal_lm,
@@ -144,7 +145,7 @@ def test_tiny_vl_model_takes_an_image_on_cpu():
     vl = tiny_vl_model()
     image = Image.new("RGB", (300, 200), color=(200, 30, 30))
     text = "<|im_start|>user\n<|vision_start|><|image_pad|><|vision_end|>Where?<|im_end|>\n"
-    inputs = vl.prepare(text, [image])
+    inputs = vl.processor(text, [image])
     assert tuple(inputs["image_grid_thw"][0].tolist()) == (1, 12, 18)  # 168x252 px / 14
     assert tuple(inputs["pixel_values"].shape) == (216, 1176)  # 12*18 patches, 3*2*14*14
     n_pad = int((inputs["input_ids"] == 151655).sum())
@@ -153,10 +154,77 @@ def test_tiny_vl_model_takes_an_image_on_cpu():
         out = vl.model(**inputs)
     assert out.logits.shape == (1, inputs["input_ids"].shape[1], 151669)
     with pytest.raises(ValueError, match=re.escape("1 <|image_pad|> placeholders but 2 images")):
-        vl.prepare(text, [image, image])
+        vl.processor(text, [image, image])
 
 
 def test_tiny_model_dir_rejects_unknown_arch(tmp_path: Path, monkeypatch):
     monkeypatch.setenv("AWORLD_RL_HOME", str(tmp_path))
     with pytest.raises(ValueError, match="unknown tiny architecture"):
         tiny_model_dir("mamba")
+
+
+def test_tiny_qwen2_5_vl_loads_with_its_processor_by_name_and_from_its_directory(aworld_home):
+    from PIL import Image
+
+    from aworld_rl_core.models import ImageTextProcessor, load_processor, load_vision_model
+
+    model, processor = load_vision_model(ModelConfig(name_or_path="tiny:qwen2_5_vl"))
+    assert model.config.model_type == "qwen2_5_vl" and isinstance(processor, ImageTextProcessor)
+    reference = tiny_vl_model().model.state_dict()
+    assert all(torch.equal(v, reference[k]) for k, v in model.state_dict().items())
+    saved = load_processor(ModelConfig(name_or_path=str(tiny_model_dir("qwen2_5_vl"))))
+    assert saved.image_processor.size.longest_edge == 224 * 224  # max pixels, saved
+    parts = [{"type": "image", "image": "x.png"}, {"type": "text", "text": "Where?"}]
+    conversation = [{"role": "user", "content": parts}]
+    text = processor.apply_chat_template(conversation, tokenize=False, add_generation_prompt=True)
+    assert text == (
+        "<|im_start|>user\n<|vision_start|><|image_pad|><|vision_end|>Where?<|im_end|>\n"
+        "<|im_start|>assistant\n"
+    )
+    batch = saved(text, [Image.new("RGB", (300, 200))])
+    assert int((batch["input_ids"] == 151655).sum()) == 12 * 18 // 4
+    with pytest.raises(ValueError, match="unknown tiny model 'tiny:qwen3'.*tiny:qwen2_5_vl"):
+        load_vision_model(ModelConfig(name_or_path="tiny:qwen3"))
+    with pytest.raises(ValueError, match="unknown tiny model 'tiny:qwen2_5_vl'"):
+        load_model_and_tokenizer(ModelConfig(name_or_path="tiny:qwen2_5_vl"))
+
+
+def test_a_name_or_path_that_names_nothing_is_a_clear_error(tmp_path, monkeypatch):
+    from aworld_rl_core.errors import ConfigError
+
+    monkeypatch.setenv("HF_HUB_OFFLINE", "1")
+    missing = str(tmp_path / "no" / "model")
+    with pytest.raises(ConfigError) as err:
+        load_tokenizer(ModelConfig(name_or_path=missing))
+    message = str(err.value)
+    assert repr(missing) in message and "existing directory" in message and "hub id" in message
+    (tmp_path / "weights.bin").write_text("x")
+    with pytest.raises(ConfigError, match="is a file, not a model directory"):
+        load_model_and_tokenizer(ModelConfig(name_or_path=str(tmp_path / "weights.bin")))
+    with pytest.raises(ConfigError, match=r"model\.tokenizer='a//b'"):
+        load_tokenizer(ModelConfig(tokenizer="a//b"))
+    # a valid hub id that is not in the local cache: the loader's error, with what to do
+    with pytest.raises(OSError, match=r"cannot load model\.name_or_path='someorg/absent'.*cache"):
+        load_tokenizer(ModelConfig(name_or_path="someorg/absent"))
+
+
+def test_backends_recipes_and_clients_never_import_testing():
+    """``aworld_rl_core.testing`` holds test doubles and fixtures only: no module of core or of
+    a paper package imports it (tests and benchmarks may)."""
+    import ast
+
+    roots = Path(__file__).parents[2].glob("*/src")
+    offenders = []
+    for root in roots:
+        for path in root.rglob("*.py"):
+            if "testing" in path.relative_to(root).parts[1:2]:
+                continue  # the test kit itself
+            for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+                names = []
+                if isinstance(node, ast.ImportFrom) and node.module:
+                    names = [node.module] + [f"{node.module}.{a.name}" for a in node.names]
+                elif isinstance(node, ast.Import):
+                    names = [a.name for a in node.names]
+                if any(n.startswith("aworld_rl_core.testing") for n in names):
+                    offenders.append(f"{path.relative_to(root.parent.parent)}:{node.lineno}")
+    assert offenders == []

@@ -68,7 +68,7 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
     args = parser.parse_args(argv)
 
     from aworld_rl_core.backends.config import ModelConfig
-    from aworld_rl_core.testing.tiny import load_model_and_tokenizer
+    from aworld_rl_core.models import load_model_and_tokenizer
     from aworld_rl_envtuning.data import SplitConfig, bfcl_split
 
     ids = bfcl_split(SplitConfig()).of("train")[:: max(1, 400 // args.episodes)][: args.episodes]

@@ -18,7 +18,7 @@ from aworld_rl_core.llm.config import LLMConfig
 from aworld_rl_core.llm.factory import make_client
 from aworld_rl_core.llm.scripted_server import ScriptedLLMServer
 from aworld_rl_funreason.data import FcSample
-from aworld_rl_funreason.fcdr.pipeline import FcdrSettings
+from aworld_rl_funreason.fcdr.stages import FcdrSettings
 from aworld_rl_funreason.recipes.refine import refine_all
 from aworld_rl_funreason.testing import WEATHER_TOOL, scripted_reply
 
@@ -42,7 +42,7 @@ async def _one(base_url: str, model: str, samples: list[FcSample], concurrency: 
     )
     with tempfile.TemporaryDirectory() as tmp:
         start = time.perf_counter()
-        outs = await refine_all(
+        outs, _ = await refine_all(
             samples,
             judge,
             None,

@@ -11,7 +11,7 @@ class TestPlugin(PluginContract):
     plugin = "funreason"
     expected: ClassVar = {
         "recipes": ("funreason.refine", "funreason.sft", "funreason.self-refine", "funreason.eval"),
-        "trainers": ("funreason.srml",),
+        "losses": ("funreason.srml",),
         "datasets": ("funreason.samples", "funreason.bfcl"),
     }
 

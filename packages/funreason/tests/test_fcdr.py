@@ -7,7 +7,7 @@ import asyncio
 import pytest
 
 from aworld_rl_funreason.data import FcSample
-from aworld_rl_funreason.fcdr import FcdrSettings, count_outcomes, parse_judge, parse_new_fc
+from aworld_rl_funreason.fcdr import STAGES, FcdrSettings, count_outcomes, parse_judge, parse_new_fc
 from aworld_rl_funreason.fcdr import refine_sample as _refine
 from aworld_rl_funreason.testing import ScriptedJudge
 
@@ -194,3 +194,32 @@ def test_without_a_judge_only_rules_decide(weather_tool):
     assert broken.status == "hard"
     no_cot = refine(sample(weather_tool, "e", "[get_weather(city='E')]", None), None)
     assert no_cot.status == "dropped" and "no teacher" in no_cot.trail[-1].reason
+
+
+def test_fcdr_runs_on_core_pipeline_with_yields_per_stage(weather_tool, tmp_path):
+    """A judge that first gives no verdict on query_tools: asked again (a pipeline
+    regeneration), the sample passes at attempt 2; the yields count it and every call."""
+    from aworld_rl_funreason.fcdr import FcdrItem, fcdr_pipeline, outcome_of
+
+    class FirstNoVerdict(ScriptedJudge):
+        def reply_for(self, messages):
+            text = super().reply_for(messages)
+            first = self.calls.count(self.calls[-1]) == 1
+            return "hmm" if first and self.calls[-1][0] == "query_tools" else text
+
+    judge = FirstNoVerdict({("query_tools", "b"): "<judge>False</judge>"})
+    samples = [sample(weather_tool, q, "[get_weather(city='X')]") for q in "ab"]
+    pipe = fcdr_pipeline(FcdrSettings(), judge)
+    report = asyncio.run(pipe.run([FcdrItem(s) for s in samples], tmp_path / "r.jsonl"))
+    stats = report.stats.to_dict()
+    assert stats["statuses"] == {"dropped": 1, "kept": 1}
+    assert stats["stages"]["query_tools"]["passed_at"] == {"2": 1}
+    assert stats["stages"]["query_tools"]["regenerated"] == 2
+    assert stats["stages"]["query_tools"]["failed"] == {"dropped: query_tools: judged False": 1}
+    assert stats["stages"]["query_tools"]["calls"] == 4 and stats["stages"]["cot"]["calls"] == 1
+    assert stats["calls_per_kept"] == 4.0  # query_tools twice, cot, function_params
+    kept = next(r for r in report.records if r["status"] == "kept")
+    assert [t["stage"] for t in kept["item"]["trail"]] == list(STAGES)
+    direct = refine(samples[0], FirstNoVerdict())
+    assert [(r.stage, r.verdict) for r in direct.trail][1] == ("query_tools", "pass")
+    assert outcome_of("kept", FcdrItem(samples[0])).status == "kept"

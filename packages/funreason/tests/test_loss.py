@@ -160,7 +160,7 @@ def test_think_mask_multi_token_tags_and_two_blocks():
 
 
 def test_think_mask_with_the_qwen3_tokenizer_matches_the_text():
-    from aworld_rl_core.testing.tiny import tiny_tokenizer
+    from aworld_rl_core.models import tiny_tokenizer
     from aworld_rl_funreason.loss import tag_token_ids
 
     tok = tiny_tokenizer()

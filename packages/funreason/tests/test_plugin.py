@@ -24,9 +24,9 @@ def test_registrations_resolve():
         for key in ("config", "run"):
             mod, attr = kw[key].split(":")
             assert callable(getattr(importlib.import_module(mod), attr))
-    trainers = {}
-    plugin.register_trainers(lambda name, target, **kw: trainers.update({name: target}))
-    assert trainers == {"funreason.srml": "aworld_rl_funreason.loss:srml_default"}
+    losses = {}
+    plugin.register_losses(lambda name, target, **kw: losses.update({name: (target, kw["kind"])}))
+    assert losses == {"funreason.srml": ("aworld_rl_funreason.loss:SRMLLoss", "token")}
     datasets = {}
     plugin.register_datasets(lambda name, target, **kw: datasets.update({name: target}))
     assert set(datasets) == {"funreason.samples", "funreason.bfcl"}

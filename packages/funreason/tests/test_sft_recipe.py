@@ -55,6 +55,22 @@ def test_export_writes_records_sharegpt_and_verl(tmp_path):
     assert pq.read_table(paths["verl"]).num_rows == 1
 
 
+def test_trainer_loss_names_srml_through_the_registry():
+    from aworld_rl_core.backends.base import TrainJob
+    from aworld_rl_core.backends.config import TrainerConfig
+    from aworld_rl_core.losses import job_loss
+
+    options = {"alpha": 0.4, "learnable": True}
+    trainer = TrainerConfig(backend="hf-sft", loss="funreason.srml", loss_options=options)
+    job = TrainJob(model=None, trainer=trainer, run=None, train_rows=[])
+    loss = job_loss(job)
+    assert loss.kind == "token" and isinstance(loss.fn, SRMLLoss)
+    assert loss.fn.alpha_value() == pytest.approx(0.4) and loss.fn.alpha_module is not None
+    # the recipe leaves the loss to trainer.loss when that is set
+    cfg = load_config(SftRecipeConfig, overrides=["trainer.loss=funreason.srml"])
+    assert cfg.trainer.loss == "funreason.srml"
+
+
 def test_make_loss():
     assert make_loss(LossConfig(kind="ce")) is None
     loss = make_loss(LossConfig(alpha=0.6, learnable=True))

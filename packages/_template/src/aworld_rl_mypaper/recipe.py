@@ -15,7 +15,8 @@ class ScoreConfig:
 
 
 def run(cfg: ScoreConfig, run: Run) -> RunResult:
-    scores = exact_match(list(cfg.completions), list(cfg.answers))
+    completions = [[{"role": "assistant", "content": text}] for text in cfg.completions]
+    scores = exact_match(completions, list(cfg.answers))
     for step, score in enumerate(run.progress(scores, desc="scoring")):
         run.log({"reward": score}, step=step)
     accuracy = sum(scores) / len(scores) if scores else 0.0

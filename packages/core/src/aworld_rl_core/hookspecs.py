@@ -38,7 +38,10 @@ class RegisterRecipe(Protocol):
 def register_datasets(register: Register) -> None:
     """Register dataset builders: ``register(name, builder, help=...)``.
 
-    ``builder(**options)`` returns an iterable of core records (``aworld_rl_core.records``).
+    ``builder(**options) -> Iterable[Mapping]``: rows, each a core record (``messages``,
+    ``tools``, ... as ``aworld_rl_core.records.ToolUseRecord`` or its dict) or an RL row (a
+    ``prompt`` and the columns the environment and rewards read), JSON-serialisable;
+    ``options`` are the recipe's JSON options. Checked by ``testing.contracts.DatasetContract``.
     """
 
 
@@ -55,18 +58,34 @@ def register_environments(register: Register) -> None:
 def register_rewards(register: Register) -> None:
     """Register reward functions: ``register(name, fn, help=...)``.
 
-    ``fn(completions, **columns) -> list[float]`` (TRL's shape); adapters make verl's
-    ``compute_score`` from it.
+    ``fn(completions, **columns) -> list[float]`` (TRL's shape): one float per completion, where
+    each completion is the episode's messages after the prompt (assistant turns and
+    observations; a single-turn row gives ``[{"role": "assistant", "content": text}]``) and
+    ``columns`` are the rows' other columns as lists, plus ``prompts`` (the opening messages) and
+    ``env_return`` (the summed step rewards). The same function runs under trl and verl (core's
+    adapters). Checked by ``testing.contracts.RewardContract``.
+    """
+
+
+@hookspec
+def register_losses(register: Register) -> None:
+    """Register losses: ``register(name, target, kind="token" | "model", help=...)``.
+
+    ``kind="token"``: ``fn(logits, labels, segments) -> scalar tensor``, ``logits[:, t]``
+    predicting ``labels[:, t]`` (-100 = ignore), ``segments`` a name -> bool mask mapping
+    (``think``, ``call``, ...). ``kind="model"``: ``compute_loss(model, batch) -> (loss,
+    metrics)``. A class target is built with the recipe's options (``Cls(**options)``, e.g. an
+    ``nn.Module`` with learnable weights); a function gets them as keyword arguments. Recipes
+    select one with ``trainer.loss=<name>`` (+ ``trainer.loss_options``).
     """
 
 
 @hookspec
 def register_trainers(register: Register) -> None:
-    """Register training backends and losses: ``register(name, target, help=...)``.
+    """Register training backends: ``register(name, target, help=...)``.
 
-    Core registers the backends ``trl``, ``hf-sft``, ``verl`` and ``llamafactory`` (classes with
-    ``name`` and ``train(job) -> RunResult``); packages register token losses
-    (``fn(logits, labels, segments)``) under ``<package>.<loss>``.
+    Core registers ``trl``, ``hf-sft``, ``verl`` and ``llamafactory`` (classes with ``name``
+    and ``train(job) -> RunResult``).
     """
 
 

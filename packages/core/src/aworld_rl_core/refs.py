@@ -13,9 +13,30 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+from aworld_rl_core.config import option
 from aworld_rl_core.errors import ConfigError
 
 KINDS = ("environments", "rewards", "losses", "datasets")
+
+
+def lookup(kind: str, name: str) -> Any:
+    """The registry entry ``name`` of ``kind``; an unknown ``<package>.<name>`` whose package is
+    not installed says which distribution to install."""
+    from aworld_rl_core import registry
+    from aworld_rl_core.errors import PluginError
+
+    current = registry.current()
+    try:
+        return current.get(kind, name)
+    except PluginError as exc:
+        package, dot, _ = name.partition(".")
+        if dot and package not in {p.name for p in current.plugins}:
+            dist = "aworld-rl-" + package.replace("_", "-")
+            raise PluginError(
+                f"{exc}. '{name}' belongs to the package '{package}', which is not installed: "
+                f"pip install {dist}"
+            ) from None
+        raise
 
 
 def to_jsonable(value: Any, where: str) -> Any:
@@ -110,7 +131,7 @@ class Ref:
             raise ValueError(f"unknown registry kind {kind!r}: use one of {', '.join(KINDS)}")
         if self.is_import_path:
             return registry.resolve(self.target)
-        return registry.current().get(kind, self.target).load()
+        return lookup(kind, self.target).load()
 
     def load(self, kind: str) -> Callable[..., Any]:
         """The target with this reference's arguments bound (``functools.partial``)."""
@@ -129,3 +150,15 @@ def callable_of(value: Any, kind: str) -> Callable[..., Any]:
             f"expected a {kind[:-1]} (a registered name, Ref or callable), got {value!r}"
         )
     return value
+
+
+@dataclass(frozen=True, kw_only=True)
+class RefConfig:
+    """A config section naming a registered thing: ``env.name=rag_r1.search env.options.k=3``."""
+
+    name: str = option("", help="registered name (aworld-run plugins lists them) or module:attr")
+    options: dict[str, Any] = option(factory=dict, help="JSON options passed to it")
+
+    def ref(self) -> Ref | None:
+        """The reference, or None when no name is set."""
+        return Ref.named(self.name, self.options) if self.name else None

@@ -18,7 +18,8 @@ import pluggy
 from aworld_rl_core import hookspecs
 from aworld_rl_core.errors import PluginError
 
-KINDS = ("datasets", "environments", "rewards", "trainers", "recipes")
+KINDS = ("datasets", "environments", "rewards", "losses", "trainers", "recipes")
+LOSS_KINDS = ("token", "model")
 DISABLE_ENV = "AWORLD_RL_DISABLE_PLUGINS"
 
 
@@ -163,6 +164,12 @@ class _Registrar:
             if target is None:
                 raise PluginError(f"{what} '{name}' without target")
             self._check_target(name, target)
+            if self.kind == "losses" and meta.get("kind") not in LOSS_KINDS:
+                raise PluginError(
+                    f"{what} '{name}' with kind={meta.get('kind')!r}: a loss is kind='token' "
+                    "(fn(logits, labels, segments)) or kind='model' (compute_loss(model, batch) "
+                    "-> (loss, metrics))"
+                )
             entry = Entry(self.kind, name, target, self.plugin, help, meta, dist=self.dist)
         self.entries.append(entry)
 
@@ -351,6 +358,11 @@ def get_environment(name: str) -> Any:
 
 def get_reward(name: str) -> Any:
     return current().get("rewards", name).load()
+
+
+def get_loss(name: str) -> Entry:
+    """The registered loss ``name``: ``.load()`` gives it, ``.meta["kind"]`` is token or model."""
+    return current().get("losses", name)
 
 
 def get_trainer(name: str) -> Any:

@@ -18,13 +18,13 @@ from aworld_rl_core.backends.sft_data import (  # noqa: E402
     SftCollator,
     build_samples,
     has_generation_markers,
-    shifted_segments,
 )
 from aworld_rl_core.errors import AworldError  # noqa: E402
+from aworld_rl_core.models import tiny_tokenizer  # noqa: E402
 from aworld_rl_core.records import RecordError  # noqa: E402
 from aworld_rl_core.runs import Run  # noqa: E402
+from aworld_rl_core.segments import shift_segments  # noqa: E402
 from aworld_rl_core.testing.contracts import BackendContract  # noqa: E402
-from aworld_rl_core.testing.tiny import tiny_tokenizer  # noqa: E402
 
 IM_START, IM_END, THINK, END_THINK = 151644, 151645, 151667, 151668
 SHORT = {
@@ -84,7 +84,8 @@ def test_labels_and_think_mask_on_a_hand_built_sample(tok):
     assert sample.input_ids == prompt + answer
     assert sample.labels == [IGNORE_INDEX] * len(prompt) + answer
     n_a = len(enc(tok, "a"))
-    assert sample.think_mask == [0] * len(prompt) + [1] * (n_a + 2) + [0] * (len(answer) - n_a - 2)
+    think = sample.segments["think"]
+    assert think == [0] * len(prompt) + [1] * (n_a + 2) + [0] * (len(answer) - n_a - 2)
     assert (stats.samples, stats.supervised_tokens) == (1, len(answer))
     # the whole conversation (no per-turn split) keeps the trailing newline unlabelled
     (whole,), _ = build_samples([SHORT], tok, max_length=512, per_turn=False)
@@ -120,7 +121,7 @@ def test_prefix_rendering_matches_generation_markers(tok):
         marked, _ = build_samples([MULTI], tok, max_length=4096, per_turn=per_turn)
         prefixed, _ = build_samples([MULTI], plain, max_length=4096, per_turn=per_turn)
         assert [s.labels for s in prefixed] == [s.labels for s in marked]
-        assert [s.think_mask for s in prefixed] == [s.think_mask for s in marked]
+        assert [s.segments for s in prefixed] == [s.segments for s in marked]
         n_whole = len(marked[-1].input_ids)
         assert [s.input_ids for s in prefixed][-1][:n_whole] == marked[-1].input_ids
 
@@ -145,15 +146,16 @@ def test_truncation_drops_samples_without_labels(tok):
 
 def test_collator_and_shifted_segments_hand_computed():
     features = [
-        {"input_ids": [5, 6, 7, 8], "labels": [-100, -100, 7, 8], "think_mask": [0, 0, 1, 0]},
-        {"input_ids": [9, 10], "labels": [-100, 10], "think_mask": [0, 0]},
+        {"input_ids": [5, 6, 7, 8], "labels": [-100, -100, 7, 8], "segment_think": [0, 0, 1, 0]},
+        {"input_ids": [9, 10], "labels": [-100, 10], "segment_think": [0, 0]},
     ]
     batch = SftCollator(pad_token_id=0)(features)
     assert batch["input_ids"].tolist() == [[5, 6, 7, 8], [9, 10, 0, 0]]
     assert batch["attention_mask"].tolist() == [[1, 1, 1, 1], [1, 1, 0, 0]]
     assert batch["labels"].tolist() == [[-100, -100, 7, 8], [-100, 10, -100, -100]]
     logits = torch.arange(2 * 4 * 3, dtype=torch.float).view(2, 4, 3)
-    shifted_logits, labels, seg = shifted_segments(logits, batch["labels"], batch["think_mask"])
+    masks = {"think": batch["segment_think"]}
+    shifted_logits, labels, seg = shift_segments(logits, batch["labels"], masks)
     assert torch.equal(shifted_logits, logits[:, :3])
     assert labels.tolist() == [[-100, 7, 8], [10, -100, -100]]
     assert seg["think"].tolist() == [[False, True, False], [False, False, False]]

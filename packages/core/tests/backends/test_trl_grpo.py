@@ -55,7 +55,7 @@ def test_hf_generator_batches_left_padded_prompts_like_single_ones(model_dir):
     import torch
 
     from aworld_rl_core.backends.hf_generate import HfGenerator
-    from aworld_rl_core.testing.tiny import load_model_and_tokenizer
+    from aworld_rl_core.models import load_model_and_tokenizer
 
     model, tok = load_model_and_tokenizer(ModelConfig(name_or_path=str(model_dir)))
     with torch.no_grad():

@@ -105,6 +105,7 @@ def test_trl_driver_plays_the_scripted_episode(codec, monkeypatch):
     # every turn generated with the environment's stop strings (HF stopping criteria)
     assert [c[2] for c in model.calls] == [LookupEnv.stop] * 3
     assert trainer.metrics["episode/turns"] == 3.0
+    assert trainer.metrics["episode/answered"] == 1.0  # the environment's numeric info, averaged
 
 
 def test_play_plays_the_scripted_episode_over_an_openai_client(codec):

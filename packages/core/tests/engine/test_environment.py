@@ -51,3 +51,37 @@ def test_bad_answers_and_stop_strings_are_clear_errors():
         stop_strings(Bad())
     Bad.stop = "</a>"
     assert stop_strings(Bad()) == ("</a>",) and stop_strings(object()) == ()
+
+
+def test_the_gatherer_steps_concurrent_episodes_together():
+    import asyncio
+
+    from aworld_rl_core.engine import StepGatherer
+
+    Batched.batches.clear()
+
+    async def main():
+        gatherer = StepGatherer(window_s=0.05)
+        envs = [Batched(str(i)) for i in range(16)]
+        steps = await asyncio.gather(*(gatherer.step(e, f"t{i}") for i, e in enumerate(envs)))
+        later = await gatherer.step(Echo("late"), "x")
+        return gatherer, steps, later
+
+    gatherer, steps, later = asyncio.run(main())
+    assert gatherer.batches == [16, 1] and len(Batched.batches) == 1
+    assert [s.inline for s in steps] == [f"<{i}>t{i}" for i in range(16)]
+    assert later.observation[0]["content"] == "late:x"
+
+    class Boom(Batched):
+        @classmethod
+        def step_many(cls, envs, texts):
+            raise RuntimeError("service down")
+
+    async def failing():
+        gatherer = StepGatherer(window_s=0.01)
+        return await asyncio.gather(
+            *(gatherer.step(Boom(str(i)), "t") for i in range(3)), return_exceptions=True
+        )
+
+    errors = asyncio.run(failing())
+    assert [str(e) for e in errors] == ["service down"] * 3

@@ -22,7 +22,7 @@ def run_episodes(envs, generate, codec, limits, *, batch_size=None):
 
 @pytest.fixture(scope="module")
 def codec():
-    from aworld_rl_core.testing.tiny import tiny_tokenizer
+    from aworld_rl_core.models import tiny_tokenizer
 
     return ChatCodec(tiny_tokenizer())
 

@@ -27,7 +27,7 @@ def lf_loader(lf_home, tmp_path_factory):
     from llamafactory.hparams import get_train_args
     from llamafactory.model import load_tokenizer
 
-    from aworld_rl_core.testing.tiny import tiny_model_dir
+    from aworld_rl_core.models import tiny_model_dir
 
     model_dir = tiny_model_dir("qwen3", 0)
 

@@ -27,7 +27,7 @@ def _logged(run_dir):
 def test_tiny_sft_uses_our_loss_with_segments_then_resumes(lf_home, tmp_path):
     from transformers import AutoTokenizer
 
-    from aworld_rl_core.testing.tiny import tiny_model_dir
+    from aworld_rl_core.models import tiny_model_dir
 
     run_dir = tmp_path / "run"
     probe = tmp_path / "loss.jsonl"

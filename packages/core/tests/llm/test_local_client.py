@@ -7,7 +7,7 @@ import asyncio
 import pytest
 
 torch = pytest.importorskip("torch")
-tiny = pytest.importorskip("aworld_rl_core.testing.tiny")
+tiny = pytest.importorskip("aworld_rl_core.models")
 
 from aworld_rl_core.llm import LLMConfig, LocalHFClient, make_client  # noqa: E402
 

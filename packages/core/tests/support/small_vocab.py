@@ -11,7 +11,7 @@ import itertools
 from pathlib import Path
 
 from aworld_rl_core.envs.toy import INSTRUCTION, TOPICS
-from aworld_rl_core.testing.tiny import chat_template
+from aworld_rl_core.models import chat_template
 
 SPECIAL = ["<|endoftext|>", "<|im_start|>", "<|im_end|>"]
 ADDED = ["<think>", "</think>", "<tool_call>", "</tool_call>"]

@@ -251,7 +251,7 @@ def tiny_model_path(tmp_path_factory):
     """A tiny random Qwen3 with its tokenizer on disk (verl's workers load the model config)."""
     with pytest.MonkeyPatch.context() as mp:
         mp.setenv("AWORLD_RL_HOME", str(tmp_path_factory.mktemp("aworld_home")))
-        from aworld_rl_core.testing.tiny import tiny_model_dir
+        from aworld_rl_core.models import tiny_model_dir
 
         return tiny_model_dir("qwen3")
 
@@ -299,3 +299,38 @@ def test_verl_worker_batches_our_episodes(verl_compose, toy_registry, tiny_model
     assert out.non_tensor_batch["env/return"].tolist() == [1.0, 1.0]
     assert [e["value"] for e in out.non_tensor_batch["env_info"]] == [1.0, 2.0]
     assert out.batch["rollout_log_probs"][1, :4].tolist() == [LOGPROB] * 4
+
+
+def test_a_worker_steps_its_concurrent_episodes_together(verl_compose, tiny_model_path):
+    """Eight episodes in one verl worker: each turn, one step_many (one service request)."""
+    import numpy as np
+    from verl import DataProto
+    from verl.experimental.agent_loop.agent_loop import AgentLoopWorker
+    from verl.utils.ray_utils import get_event_loop
+    from verl_toys import ServiceEnv
+
+    import aworld_rl_core.backends.verl.entry_point  # noqa: F401  (registers)
+
+    rl = RLConfig(max_turns=4, max_response_tokens=64)
+    trainer = TrainerConfig(backend="verl", batch_size=8, rl=rl, verl=VerlConfig())
+    paths = LaunchPaths(train_file="t.parquet", val_file="v.parquet", checkpoint_dir="ckpt")
+    model = ModelConfig(name_or_path=str(tiny_model_path))
+    overrides = build_overrides(model, trainer, paths, n_rows=8, uses_env=True)
+    worker = AgentLoopWorker(verl_compose([*overrides, "data.max_prompt_length=64"]), None)
+    worker.llm_client = PerRequestServer(worker.tokenizer, ["one", "two", "three"])
+    # a wide window: on a loaded CI machine every episode's turn still lands in one batch
+    spec = EpisodeSpec(task={}, env=Ref("verl_toys:ServiceEnv"), step_window_s=0.5)
+    ServiceEnv.requests.clear()
+    batch = DataProto.from_dict(
+        non_tensors={
+            "raw_prompt": np.array([[{"role": "user", "content": "x"}]] * 8, dtype=object),
+            "extra_info": np.array(
+                [{"index": i, SPEC_KEY: spec.dumps()} for i in range(8)], dtype=object
+            ),
+            "agent_name": np.array(["aworld_env"] * 8, dtype=object),
+            "index": np.arange(8),
+        }
+    )
+    out = get_event_loop().run_until_complete(worker.generate_sequences(batch))
+    assert ServiceEnv.requests == [8, 8, 8]
+    assert out.batch["rm_scores"].sum().item() == 8.0

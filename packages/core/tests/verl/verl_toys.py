@@ -46,6 +46,35 @@ class CounterEnv:
         CounterEnv.closed_count += 1
 
 
+class ServiceEnv:
+    """Three turns; every model text goes to a shared service, one request per ``step_many``."""
+
+    requests: list[int] = []  # the size of each service request (checked by the tests)
+
+    def __init__(self, row: Mapping[str, Any] | None = None) -> None:
+        self.turn = 0
+
+    def reset(self) -> list[dict[str, Any]]:
+        return [{"role": "user", "content": "Say anything, three times."}]
+
+    @classmethod
+    def step_many(cls, envs: list[ServiceEnv], texts: list[str]) -> list[Step]:
+        cls.requests.append(len(texts))
+        return [env._after() for env in envs]
+
+    def step(self, model_text: str) -> Step:
+        raise AssertionError("the agent loop must step these environments together")
+
+    def _after(self) -> Step:
+        self.turn += 1
+        if self.turn == 3:
+            return Step(reward=1.0, done=True)
+        return Step([{"role": "user", "content": "again"}])
+
+    def close(self) -> None:
+        pass
+
+
 def counter_env(row: Mapping[str, Any]) -> CounterEnv:
     """A ``TrainJob.env`` given as a module-level function (an import path): one per row."""
     return CounterEnv(row)

@@ -14,7 +14,7 @@ from dataclasses import dataclass
 from typing import Any, Literal
 
 from aworld_rl_funreason.data import FcSample, prompt_messages, split_response
-from aworld_rl_funreason.fcdr.pipeline import validate_call_list
+from aworld_rl_funreason.fcdr.stages import validate_call_list
 from aworld_rl_funreason.fcdr.verdict import parse_judge
 
 Vote = Literal["unanimous", "majority"]

@@ -249,23 +249,3 @@ class SRMLLoss(torch.nn.Module):
             reduction=self.reduction,
             ignore_index=self.ignore_index,
         )
-
-
-def srml_loss_hook(
-    alpha: float = DEFAULT_ALPHA,
-    *,
-    learnable: bool = False,
-    reduction: Reduction = "per_sample",
-    parametrization: Literal["sigmoid", "clamp"] = "sigmoid",
-) -> SRMLLoss:
-    """Build the SRML loss hook (``fn(logits, labels, segments)``) for a training backend."""
-    return SRMLLoss(
-        alpha, learnable=learnable, reduction=reduction, parametrization=parametrization
-    )
-
-
-def srml_default(
-    logits: torch.Tensor, labels: torch.Tensor, segments: Mapping[str, torch.Tensor]
-) -> torch.Tensor:
-    """SRML with the paper's defaults (fixed alpha 0.7, per-sample means) as a loss hook."""
-    return srml_loss(logits, labels, segments["think"], DEFAULT_ALPHA)

@@ -38,11 +38,13 @@ def register_recipes(register):
 
 
 @hookimpl
-def register_trainers(register):
+def register_losses(register):
     register(
         "funreason.srml",
-        "aworld_rl_funreason.loss:srml_default",
-        help="SRML loss hook: 0.7 * L_think + 0.3 * L_result, per-sample means (hf-sft).",
+        "aworld_rl_funreason.loss:SRMLLoss",
+        kind="token",
+        help="SRML: alpha * L_think + (1 - alpha) * L_result, per-sample part means; options "
+        "alpha=0.7, learnable=false, parametrization=sigmoid, reduction=per_sample.",
     )
 
 

@@ -9,6 +9,7 @@ from typing import TYPE_CHECKING, Any, Protocol
 if TYPE_CHECKING:
     from aworld_rl_core.backends.config import ModelConfig, TrainerConfig
     from aworld_rl_core.environment import Environment
+    from aworld_rl_core.losses import Loss
     from aworld_rl_core.refs import Ref
     from aworld_rl_core.runs import Run, RunResult
 
@@ -33,7 +34,9 @@ class TrainJob:
 
     ``env`` and ``rewards`` are registered names with options (``Ref.named("core.toy-lowercase",
     {"turns": 2})``), import paths or module-level callables: the verl backend rebuilds them in
-    its workers, so lambdas and closures only work on the in-process backends.
+    its workers, so lambdas and closures only work on the in-process backends. ``loss`` (SFT
+    backends) is a registered loss name, a ``Ref``, a ``losses.Loss`` or a token-loss callable;
+    when None, ``trainer.loss`` names one (``losses.job_loss`` resolves it).
     """
 
     model: ModelConfig
@@ -44,7 +47,7 @@ class TrainJob:
     env: Ref | str | EnvFactory | None = None
     rewards: Sequence[Ref | str | RewardFn] = ()
     reward_weights: Sequence[float] | None = None
-    loss: LossFn | None = None
+    loss: Ref | str | Loss | LossFn | None = None
 
     def env_factory(self) -> EnvFactory | None:
         """``factory(row) -> Environment`` for this job's ``env`` (None without one)."""

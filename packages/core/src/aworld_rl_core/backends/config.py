@@ -3,11 +3,12 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Literal
+from typing import Any, Literal
 
 from aworld_rl_core.backends.llamafactory.config import LlamaFactoryConfig
 from aworld_rl_core.backends.verl.config import VerlConfig
 from aworld_rl_core.config import option
+from aworld_rl_core.errors import ConfigError
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -17,8 +18,8 @@ class ModelConfig:
     name_or_path: str = option(
         "tiny:qwen3",
         help=(
-            "HF model id or local path; 'tiny:qwen3' / 'tiny:qwen2' build a tiny random model "
-            "(offline, for CPU runs and tests)"
+            "HF model id or local path; 'tiny:qwen3' / 'tiny:qwen2' / 'tiny:qwen2_5_vl' build a "
+            "tiny random model (offline, for CPU runs and tests)"
         ),
     )
     tokenizer: str | None = option(
@@ -65,8 +66,20 @@ class SFTConfig:
         True,
         help="split multi-turn samples per assistant turn; earlier turns are context",
     )
+    segments: dict[str, tuple[str, str]] = option(
+        factory=lambda: {"think": ("<think>", "</think>")},
+        help="segment kinds a token loss gets, found in the text: name -> [open tag, close tag] "
+        "(an unclosed block runs to the end; 'call' = every other supervised token)",
+    )
     warmup_ratio: float = option(0.0, help="LR warm-up fraction", ge=0, le=1)
     lr_scheduler: str = option("cosine", help="LR scheduler name")
+
+    def __post_init__(self) -> None:
+        for name, tags in self.segments.items():
+            if len(tags) != 2 or not all(isinstance(t, str) and t for t in tags):
+                raise ConfigError(
+                    f"trainer.sft.segments.{name} must be [open tag, close tag], got {tags!r}"
+                )
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -88,6 +101,14 @@ class TrainerConfig:
     save_steps: int = option(0, help="checkpoint every N steps; 0 = at the end", ge=0)
     logging_steps: int = option(1, help="log metrics every N steps", ge=1)
     resume: bool = option(False, help="resume from the latest checkpoint in the run directory")
+    loss: str | None = option(
+        None,
+        help="SFT backends: a registered loss (e.g. funreason.srml; aworld-run plugins lists "
+        "them) or module:attr; null = the recipe's loss or the backend's cross-entropy",
+    )
+    loss_options: dict[str, Any] = option(
+        factory=dict, help="options of trainer.loss (e.g. {alpha: 0.7})"
+    )
     rl: RLConfig = option(factory=RLConfig, help="RL (GRPO) settings")
     sft: SFTConfig = option(factory=SFTConfig, help="SFT settings")
     verl: VerlConfig = option(factory=VerlConfig, help="verl launch settings")

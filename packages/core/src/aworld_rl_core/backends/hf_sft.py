@@ -17,9 +17,11 @@ from typing import Any
 
 from aworld_rl_core.backends.base import TrainJob
 from aworld_rl_core.backends.checkpoints import AtomicCheckpoints, checkpoints, latest_checkpoint
-from aworld_rl_core.backends.loss_hooks import TokenLossMixin
-from aworld_rl_core.backends.sft_data import SftCollator, build_samples, shifted_segments
+from aworld_rl_core.backends.loss_hooks import TokenLossMixin, loss_alpha
+from aworld_rl_core.backends.sft_data import SEGMENT_PREFIX, SftCollator, build_samples
 from aworld_rl_core.errors import AworldError
+from aworld_rl_core.losses import token_loss
+from aworld_rl_core.segments import shift_segments
 
 logger = logging.getLogger(__name__)
 LOSS_STATE_FILE = "loss_state.pt"
@@ -40,22 +42,31 @@ class HfSftBackend:
     def train(self, job: TrainJob) -> Any:
         from transformers import set_seed
 
+        from aworld_rl_core.models import load_model_and_tokenizer
         from aworld_rl_core.runs import RunResult
-        from aworld_rl_core.testing.tiny import load_model_and_tokenizer
 
         trainer_cfg = job.trainer
         _check_batch_sizes(trainer_cfg)
         set_seed(trainer_cfg.seed)
         model, tokenizer = load_model_and_tokenizer(job.model)  # tiny:<arch> = fixed weights
         sft = trainer_cfg.sft
+        segments = dict(sft.segments)
         train, stats = build_samples(
-            job.train_rows, tokenizer, max_length=sft.max_length, per_turn=sft.per_turn
+            job.train_rows,
+            tokenizer,
+            max_length=sft.max_length,
+            per_turn=sft.per_turn,
+            segments=segments,
         )
         if not train:
             raise AworldError("hf-sft: no training samples with assistant tokens; check the rows")
         _report_data(job.run, stats)
         evals, _ = build_samples(
-            job.eval_rows, tokenizer, max_length=sft.max_length, per_turn=sft.per_turn
+            job.eval_rows,
+            tokenizer,
+            max_length=sft.max_length,
+            per_turn=sft.per_turn,
+            segments=segments,
         )
         trainer = _make_trainer(job, model, tokenizer, train, evals)
         checkpoint = _resume_checkpoint(job)  # the loss's saved state is restored with it
@@ -70,12 +81,15 @@ class HfSftBackend:
         losses = [e["loss"] for e in trainer.state.log_history if "loss" in e]
         if losses:
             metrics["final_loss"] = float(losses[-1])
+        alpha = loss_alpha(trainer.token_loss)
+        if alpha is not None:
+            metrics["loss_alpha"] = alpha
         if evals:
             metrics["eval_loss"] = float(trainer.evaluate()["eval_loss"])
         model_dir = job.run.dir / "model"
         trainer.save_model(str(model_dir))
         tokenizer.save_pretrained(str(model_dir))
-        job.run.log({k: v for k, v in metrics.items() if k != "global_step"})
+        job.run.log({k: v for k, v in metrics.items() if k not in ("global_step", "loss_alpha")})
         return RunResult(
             metrics=metrics,
             outputs={"model": model_dir},
@@ -155,10 +169,11 @@ def _make_trainer(job: TrainJob, model: Any, tokenizer: Any, train: list, evals:
         loss_state_file = LOSS_STATE_FILE
 
         def pop_segment_inputs(self, inputs: dict[str, Any]) -> Any:
-            return inputs.pop("think_mask")
+            keys = [k for k in inputs if k.startswith(SEGMENT_PREFIX)]
+            return {k[len(SEGMENT_PREFIX) :]: inputs.pop(k) for k in keys}
 
-        def shift_and_segment(self, logits: Any, labels: Any, think: Any) -> tuple:
-            return shifted_segments(logits, labels, think)
+        def shift_and_segment(self, logits: Any, labels: Any, masks: Any) -> tuple:
+            return shift_segments(logits, labels, masks)
 
     run = job.run
 
@@ -183,5 +198,5 @@ def _make_trainer(job: TrainJob, model: Any, tokenizer: Any, train: list, evals:
         callbacks=[RunLogCallback()],
     )
     trainer.remove_callback(PrinterCallback)  # metrics go to run.log, not stdout
-    trainer.use_token_loss(job.loss)
+    trainer.use_token_loss(token_loss(job, "hf-sft"))
     return trainer

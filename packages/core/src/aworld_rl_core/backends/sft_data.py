@@ -1,10 +1,12 @@
-"""SFT data: render chat records, label the assistant's tokens, mark ``<think>`` spans.
+"""SFT data: render chat records, label the assistant's tokens, mark segments (``<think>``...).
 
 Assistant spans come from the chat template's ``{% generation %}`` markers when it has them
 (``return_assistant_tokens_mask``), otherwise from rendering prefixes: the text added by
 ``messages[:i+1]`` after ``messages[:i]`` plus the generation prompt is assistant turn ``i``
 (up to and including the end-of-turn token). With ``per_turn`` a conversation with K assistant
-turns gives K samples; sample k ends with turn k, and only turn k carries labels.
+turns gives K samples; sample k ends with turn k, and only turn k carries labels. Every span is
+a character span of the rendered text, mapped to tokens by offsets; segment masks come from
+``aworld_rl_core.segments`` (the one marker).
 """
 
 from __future__ import annotations
@@ -16,22 +18,38 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from aworld_rl_core.records.record import RecordError, ToolUseRecord
+from aworld_rl_core.segments import (
+    DEFAULT_SEGMENTS,
+    IGNORE_INDEX,
+    Span,
+    require_marked,
+    text_masks,
+    tokens_in,
+)
 
-IGNORE_INDEX = -100
 _GENERATION_TAG = re.compile(r"\{%-?\s*generation\s*-?%\}")
-_THINK_SPAN = re.compile(r"<think>.*?(?:</think>|\Z)", re.DOTALL)
+SEGMENT_PREFIX = "segment_"
+"""Feature name prefix of a segment mask (``segment_think``)."""
 
 
 @dataclass
 class SftSample:
-    """One training sequence: token ids, labels (-100 = no loss) and the ``<think>`` mask."""
+    """One training sequence: token ids, labels (-100 = no loss) and the segment masks."""
 
     input_ids: list[int]
     labels: list[int]
-    think_mask: list[int]
+    segments: dict[str, list[int]]
 
     def as_features(self) -> dict[str, list[int]]:
-        return {"input_ids": self.input_ids, "labels": self.labels, "think_mask": self.think_mask}
+        masks = {SEGMENT_PREFIX + name: bits for name, bits in self.segments.items()}
+        return {"input_ids": self.input_ids, "labels": self.labels, **masks}
+
+    def cut(self, length: int) -> SftSample:
+        return SftSample(
+            self.input_ids[:length],
+            self.labels[:length],
+            {name: bits[:length] for name, bits in self.segments.items()},
+        )
 
 
 @dataclass
@@ -88,19 +106,6 @@ def _runs(mask: Sequence[int]) -> list[tuple[int, int]]:
     return runs
 
 
-def _char_spans_to_tokens(
-    offsets: Sequence[tuple[int, int]], spans: Iterable[tuple[int, int]]
-) -> list[int]:
-    """1 for every token whose characters overlap one of ``spans``."""
-    spans = list(spans)
-    return [int(any(s < b and e > a for a, b in spans)) for s, e in offsets]
-
-
-def think_mask(text: str, offsets: Sequence[tuple[int, int]]) -> list[int]:
-    """1 for tokens inside ``<think>...</think>`` (tags included; an unclosed block runs on)."""
-    return _char_spans_to_tokens(offsets, (m.span() for m in _THINK_SPAN.finditer(text)))
-
-
 def _turn_end(text: str, start: int, eos: str | None) -> int:
     """End of an assistant turn rendered from ``start``: after its end-of-turn token."""
     if eos:
@@ -128,10 +133,10 @@ def _prefix_spans(
     return out
 
 
-def conversation_samples(
+def conversation_texts(
     tokenizer: Any, messages: list[dict], tools: list, *, per_turn: bool
-) -> list[SftSample]:
-    """Samples for one conversation (labels only on assistant tokens)."""
+) -> list[tuple[str, list[Span]]]:
+    """The rendered text of each sample of a conversation and its assistant character spans."""
     turns = [i for i, m in enumerate(messages) if m["role"] == "assistant"]
     if not turns:
         raise RecordError("an SFT conversation needs at least one assistant message")
@@ -148,24 +153,19 @@ def conversation_samples(
         )
         if list(marked["input_ids"]) != ids:
             raise RecordError("the chat template's token ids differ from the rendered text's")
-        spans = _runs(marked["assistant_masks"])
-        if len(spans) != len(turns):
+        runs = _runs(marked["assistant_masks"])
+        if len(runs) != len(turns):
             raise RecordError(
-                f"the chat template marked {len(spans)} assistant spans for {len(turns)} "
+                f"the chat template marked {len(runs)} assistant spans for {len(turns)} "
                 "assistant messages; check its {% generation %} markers"
             )
-        think = think_mask(text, offsets)
+        spans = [(offsets[start][0], offsets[end - 1][1]) for start, end in runs]
         if per_turn:
-            return [_sample(ids[:end], think[:end], [(start, end)]) for start, end in spans]
-        return [_sample(ids, think, spans)]
-    if per_turn:
-        out = []
-        for through, char_span in _prefix_spans(tokenizer, messages, tools, turns):
-            text = through[: char_span[0][1]]  # end the sample with its turn, as above
-            ids, offsets = _encode(tokenizer, text)
-            supervised = _char_spans_to_tokens(offsets, char_span)
-            out.append(_sample(ids, think_mask(text, offsets), _runs(supervised)))
-        return out
+            return [(text[:end], [(start, end)]) for start, end in spans]
+        return [(text, spans)]
+    if per_turn:  # end the sample with its turn, as above
+        prefixes = _prefix_spans(tokenizer, messages, tools, turns)
+        return [(through[: span[0][1]], span) for through, span in prefixes]
     text = _render(tokenizer, messages, tools)
     char_spans = []
     for through, span in _prefix_spans(tokenizer, messages, tools, turns):
@@ -176,20 +176,50 @@ def conversation_samples(
                 "template with {% generation %} markers"
             )
         char_spans += span
+    return [(text, char_spans)]
+
+
+def text_sample(
+    tokenizer: Any,
+    text: str,
+    spans: Sequence[Span],
+    segments: Mapping[str, tuple[str, str]] = DEFAULT_SEGMENTS,
+) -> SftSample:
+    """The sample of a rendered text: labels on the tokens of ``spans``, segment masks, and the
+    check that supervised reasoning text got reasoning tokens."""
     ids, offsets = _encode(tokenizer, text)
-    supervised = _char_spans_to_tokens(offsets, char_spans)
-    return [_sample(ids, think_mask(text, offsets), _runs(supervised))]
-
-
-def _sample(ids: list[int], think: list[int], spans: list[tuple[int, int]]) -> SftSample:
-    labels = [IGNORE_INDEX] * len(ids)
+    supervised = tokens_in(offsets, spans)
+    masks = text_masks(text, offsets, segments)
     for start, end in spans:
-        labels[start:end] = ids[start:end]
-    return SftSample(input_ids=list(ids), labels=labels, think_mask=list(think))
+        inside = [i for i, (a, b) in enumerate(offsets) if a < end and b > start]
+        turn_masks = {name: [bits[i] for i in inside] for name, bits in masks.items()}
+        require_marked(text[start:end], turn_masks, segments)
+    labels = [t if bit else IGNORE_INDEX for t, bit in zip(ids, supervised, strict=True)]
+    return SftSample(input_ids=list(ids), labels=labels, segments=masks)
+
+
+def conversation_samples(
+    tokenizer: Any,
+    messages: list[dict],
+    tools: list,
+    *,
+    per_turn: bool,
+    segments: Mapping[str, tuple[str, str]] = DEFAULT_SEGMENTS,
+) -> list[SftSample]:
+    """Samples for one conversation (labels only on assistant tokens)."""
+    return [
+        text_sample(tokenizer, text, spans, segments)
+        for text, spans in conversation_texts(tokenizer, messages, tools, per_turn=per_turn)
+    ]
 
 
 def build_samples(
-    rows: Iterable[Mapping[str, Any]], tokenizer: Any, *, max_length: int, per_turn: bool
+    rows: Iterable[Mapping[str, Any]],
+    tokenizer: Any,
+    *,
+    max_length: int,
+    per_turn: bool,
+    segments: Mapping[str, tuple[str, str]] = DEFAULT_SEGMENTS,
 ) -> tuple[list[SftSample], SftStats]:
     """Tokenize training rows; samples over ``max_length`` are cut, and dropped if no labels
     remain."""
@@ -201,17 +231,15 @@ def build_samples(
         stats.rows += 1
         try:
             messages, tools = row_messages_and_tools(row)
-            made = conversation_samples(tokenizer, messages, tools, per_turn=per_turn)
+            made = conversation_samples(
+                tokenizer, messages, tools, per_turn=per_turn, segments=segments
+            )
         except RecordError as exc:
             raise RecordError(f"training row {index}: {exc}") from None
         for sample in made:
             if len(sample.input_ids) > max_length:
                 stats.truncated += 1
-                sample = SftSample(
-                    sample.input_ids[:max_length],
-                    sample.labels[:max_length],
-                    sample.think_mask[:max_length],
-                )
+                sample = sample.cut(max_length)
             n_labels = sum(label != IGNORE_INDEX for label in sample.labels[1:])
             if n_labels == 0:
                 stats.dropped += 1
@@ -228,7 +256,7 @@ def build_samples(
 
 
 class SftCollator:
-    """Right-pads ``input_ids`` (pad id), ``labels`` (-100) and ``think_mask`` (0)."""
+    """Right-pads ``input_ids`` (pad id), ``labels`` (-100) and segment masks (0)."""
 
     def __init__(self, pad_token_id: int) -> None:
         self.pad_token_id = pad_token_id
@@ -244,31 +272,14 @@ class SftCollator:
                 dtype=torch.long,
             )
 
-        input_ids = pad("input_ids", self.pad_token_id)
+        masks = {key: pad(key, 0) for key in features[0] if key.startswith(SEGMENT_PREFIX)}
         attention = torch.tensor(
             [[1] * len(f["input_ids"]) + [0] * (width - len(f["input_ids"])) for f in features],
             dtype=torch.long,
         )
         return {
-            "input_ids": input_ids,
+            "input_ids": pad("input_ids", self.pad_token_id),
             "attention_mask": attention,
             "labels": pad("labels", IGNORE_INDEX),
-            "think_mask": pad("think_mask", 0),
+            **masks,
         }
-
-
-def shifted_segments(logits: Any, labels: Any, think: Any) -> tuple[Any, Any, dict[str, Any]]:
-    """Align for next-token loss: ``logits[:, t]`` predicts ``labels[:, t]``.
-
-    Returns ``(logits[:, :-1], labels[:, 1:], segments)`` with ``segments["think"]`` the
-    supervised positions inside ``<think>...</think>`` and ``segments["call"]`` the other
-    supervised positions.
-    """
-    labels = labels[:, 1:]
-    think = think[:, 1:].bool()
-    supervised = labels != IGNORE_INDEX
-    return (
-        logits[:, :-1, :],
-        labels,
-        {"think": supervised & think, "call": supervised & ~think},
-    )

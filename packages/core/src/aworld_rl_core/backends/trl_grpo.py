@@ -63,10 +63,10 @@ class BatchLayout:
 def check_job(job: TrainJob) -> None:
     """Reject what this backend cannot do, with the fix in the message."""
     rl = job.trainer.rl
-    if job.loss is not None:
+    if job.loss is not None or job.trainer.loss:
         raise ValueError(
             "the trl backend trains with the GRPO policy loss and takes no token loss "
-            "(job.loss): use trainer.backend=hf-sft for SFT losses"
+            "(job.loss / trainer.loss): use trainer.backend=hf-sft for SFT losses"
         )
     if not job.train_rows:
         raise ValueError("the trl backend got no training rows")
@@ -157,19 +157,14 @@ class TrlGrpoBackend:
 
         from aworld_rl_core.backends import trl_trainer as glue
         from aworld_rl_core.engine import ChatCodec, Limits
-        from aworld_rl_core.testing.tiny import (
-            TINY_PREFIX,
-            load_model_and_tokenizer,
-            tiny_model_dir,
-        )
+        from aworld_rl_core.models import is_tiny, load_model_and_tokenizer, model_dir
 
         t, rl, run = job.trainer, job.trainer.rl, job.run
         set_seed(t.seed)
         model, tokenizer = load_model_and_tokenizer(job.model, seed=t.seed)
-        if rl.kl_coef > 0 and job.model.name_or_path.startswith(TINY_PREFIX):
+        if rl.kl_coef > 0 and is_tiny(job.model.name_or_path):
             # TRL loads the KL reference from the config's path: the same tiny weights, on disk
-            arch = job.model.name_or_path[len(TINY_PREFIX) :]
-            model.config._name_or_path = str(tiny_model_dir(arch, seed=t.seed))
+            model.config._name_or_path = str(model_dir(job.model, seed=t.seed))
         rows = [*job.train_rows, *job.eval_rows]
         rollout = glue.EpisodeRollout(
             rows,

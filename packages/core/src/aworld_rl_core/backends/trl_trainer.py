@@ -116,6 +116,9 @@ class EpisodeRollout:
         }
 
 
+CORE_METRICS = ("episode/turns", "episode/env_done", "episode/return", "episode/env_tokens")
+
+
 def _log_episode_metrics(trainer: GRPOTrainer, episodes: Sequence[Episode]) -> None:
     count = len(episodes)
     trainer._log_metric("episode/turns", sum(e.turns for e in episodes) / count)
@@ -125,6 +128,13 @@ def _log_episode_metrics(trainer: GRPOTrainer, episodes: Sequence[Episode]) -> N
     trainer._log_metric("episode/return", sum(e.reward for e in episodes) / count)
     env_tokens = sum(len(e.loss_mask) - sum(e.loss_mask) for e in episodes)
     trainer._log_metric("episode/env_tokens", env_tokens / count)
+    values: dict[str, list[float]] = {}  # the environments' own counters, mean per key
+    for episode in episodes:
+        for key, value in episode.scalar_info().items():
+            values.setdefault(key, []).append(value)
+    for key, got in values.items():
+        name = f"episode/info/{key}" if f"episode/{key}" in CORE_METRICS else f"episode/{key}"
+        trainer._log_metric(name, sum(got) / len(got))
 
 
 class EnvGRPOTrainer(AtomicCheckpoints, GRPOTrainer):

@@ -14,6 +14,7 @@ inline observation) and ``logprobs`` (0.0 on masked tokens; None once a turn cam
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -75,6 +76,14 @@ class Episode:
     """The last assistant turn is open (an inline observation follows it): the model continues."""
     turn_closed: bool = False
     """Token mode: the last model turn ended with its end-of-turn token."""
+
+    def scalar_info(self) -> dict[str, float]:
+        """The finite numbers of the last step's ``info`` (the metrics drivers log)."""
+        return {
+            str(k): float(v)
+            for k, v in self.info.items()
+            if isinstance(v, bool | int | float) and math.isfinite(float(v))
+        }
 
     @property
     def completion(self) -> list[Message]:
@@ -188,20 +197,29 @@ class Rollout:
     def advance(self, outputs: Mapping[int, Output] | Sequence[Output]) -> None:
         """Record the model turns (by episode index, or in :meth:`pending` order), step their
         environments together and apply the steps."""
+        texts = self.take(outputs)
+        steps = step_many([self.envs[i] for i in texts], list(texts.values()))
+        self.apply(dict(zip(texts, steps, strict=True)))
+
+    def take(self, outputs: Mapping[int, Output] | Sequence[Output]) -> dict[int, str]:
+        """Record the model turns; the text each environment must now be stepped with (a driver
+        that gathers steps across rollouts calls this, ``step_many`` and :meth:`apply`)."""
         if not isinstance(outputs, Mapping):
             turns = self.pending()
             if len(outputs) != len(turns):
                 raise RuntimeError(f"got {len(outputs)} outputs for {len(turns)} pending turns")
             outputs = {t.index: out for t, out in zip(turns, outputs, strict=True)}
-        stepped, texts = [], []
+        texts = {}
         for index, output in outputs.items():
             episode = self.episodes[index]
             if episode.done:
                 raise RuntimeError(f"episode {index} is finished; it takes no more turns")
-            texts.append(self._record(episode, output))
-            stepped.append(index)
-        steps = step_many([self.envs[i] for i in stepped], texts)
-        for index, step in zip(stepped, steps, strict=True):
+            texts[index] = self._record(episode, output)
+        return texts
+
+    def apply(self, steps: Mapping[int, Step]) -> None:
+        """Apply the environments' answers to the turns :meth:`take` recorded."""
+        for index, step in steps.items():
             self._apply(index, self.episodes[index], step)
 
     def end(self, index: int, error: str) -> None:

@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import random
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
 from typing import Any
 
 from aworld_rl_core.environment import Message, Step
@@ -87,18 +86,10 @@ def lowercase_reward(completions: Sequence[Any], **_: Any) -> list[float]:
     return rewards
 
 
-@dataclass(frozen=True, kw_only=True)
-class ToyTasksConfig:
-    """Which toy tasks to draw."""
-
-    num_tasks: int = field(default=64, metadata={"help": "number of task rows"})
-    seed: int = field(default=0, metadata={"help": "seed of the topic draw"})
-
-
-def toy_tasks(cfg: ToyTasksConfig | None = None) -> list[dict[str, Any]]:
-    """Task rows ``{"topic": ...}`` drawn from ``TOPICS`` (deterministic for a seed)."""
-    cfg = cfg or ToyTasksConfig()
-    if cfg.num_tasks < 1:
-        raise ValueError(f"num_tasks must be >= 1, got {cfg.num_tasks}")
-    rng = random.Random(cfg.seed)
-    return [{"topic": rng.choice(TOPICS)} for _ in range(cfg.num_tasks)]
+def toy_tasks(*, num_tasks: int = 64, seed: int = 0) -> list[dict[str, Any]]:
+    """Task rows ``{"topic": ...}`` drawn from ``TOPICS`` (deterministic for a seed); the
+    registered dataset ``core.toy-tasks``."""
+    if num_tasks < 1:
+        raise ValueError(f"num_tasks must be >= 1, got {num_tasks}")
+    rng = random.Random(seed)
+    return [{"topic": rng.choice(TOPICS)} for _ in range(num_tasks)]

@@ -65,12 +65,13 @@ class LocalHFClient(BaseLLMClient):
         """Load a model and tokenizer from a local directory (or the HF cache); ``tiny:qwen3``
         and ``tiny:qwen2`` build core's tiny random model (offline)."""
         from aworld_rl_core.backends.config import ModelConfig
-        from aworld_rl_core.testing.tiny import load_model_and_tokenizer
+        from aworld_rl_core.errors import ConfigError
+        from aworld_rl_core.models import load_model_and_tokenizer
 
         try:
             config = ModelConfig(name_or_path=path, dtype=dtype)  # type: ignore[arg-type]
             model, tokenizer = load_model_and_tokenizer(config)
-        except OSError as err:
+        except (OSError, ConfigError) as err:
             raise OSError(
                 f"cannot load a local model from {path!r} ({err}); provider=local needs a model "
                 "directory with config, weights and tokenizer files, or tiny:qwen3"

@@ -9,13 +9,13 @@ reward of the first and the last logged step.
 from __future__ import annotations
 
 import json
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from typing import Any
 
 from aworld_rl_core.backends.base import TrainJob
 from aworld_rl_core.backends.config import ModelConfig, RLConfig, TrainerConfig
 from aworld_rl_core.config import option
-from aworld_rl_core.envs.toy import LowercaseEnv, ToyTasksConfig, toy_tasks
+from aworld_rl_core.envs.toy import LowercaseEnv
 from aworld_rl_core.refs import Ref
 from aworld_rl_core.runs import Run, RunResult
 from aworld_rl_core.tracking import TrackingConfig
@@ -41,9 +41,11 @@ class ToyEnvConfig:
 
 
 @dataclass(frozen=True, kw_only=True)
-class ToyDataConfig(ToyTasksConfig):
-    """Task rows for training and evaluation."""
+class ToyDataConfig:
+    """Task rows for training and evaluation (the registered dataset ``core.toy-tasks``)."""
 
+    num_tasks: int = option(64, help="number of task rows", ge=1)
+    seed: int = option(0, help="seed of the topic draw", ge=0)
     eval_tasks: int = option(0, help="held-out task rows evaluated after training (0 = none)", ge=0)
 
 
@@ -72,9 +74,11 @@ class GrpoRecipeConfig:
 
 
 def build_job(cfg: GrpoRecipeConfig, run: Run) -> TrainJob:
-    """The backend job: toy task rows, one LowercaseEnv per episode, the named rewards."""
-    from aworld_rl_core.registry import get_reward
+    """The backend job: toy task rows, one LowercaseEnv per episode, the named rewards (all by
+    registered name)."""
+    from aworld_rl_core.registry import get_dataset, get_reward
 
+    tasks = get_dataset("core.toy-tasks")
     for name in cfg.reward.names:
         get_reward(name)  # an unknown name fails now, with the known ones listed
     if cfg.reward.weights and len(cfg.reward.weights) != len(cfg.reward.names):
@@ -86,13 +90,12 @@ def build_job(cfg: GrpoRecipeConfig, run: Run) -> TrainJob:
     LowercaseEnv(turns=turns)  # fail now, not inside the first rollout, on a bad env.turns
     eval_rows: list[dict[str, Any]] = []
     if cfg.data.eval_tasks > 0:
-        held_out = replace(cfg.data, num_tasks=cfg.data.eval_tasks, seed=cfg.data.seed + 1)
-        eval_rows = toy_tasks(held_out)
+        eval_rows = list(tasks(num_tasks=cfg.data.eval_tasks, seed=cfg.data.seed + 1))
     return TrainJob(
         model=cfg.model,
         trainer=cfg.trainer,
         run=run,
-        train_rows=toy_tasks(cfg.data),
+        train_rows=list(tasks(num_tasks=cfg.data.num_tasks, seed=cfg.data.seed)),
         eval_rows=eval_rows,
         env=Ref.named("core.toy-lowercase", {"turns": turns}),
         rewards=[Ref(name) for name in cfg.reward.names],

@@ -1,1 +1,2 @@
-"""The test kit: pytest markers and fixtures, tiny models, contract tests, test doubles."""
+"""The test kit: pytest markers and fixtures, contract tests, test doubles (models live in
+``aworld_rl_core.models``; nothing outside tests and benchmarks imports this package)."""

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import dataclasses
 import functools
+import inspect
 import json
 import subprocess
 import sys
@@ -122,12 +123,15 @@ def _other_values(tp: Any, value: Any) -> list[Any]:
         out = [number / 2 if number else 0.5, number + 0.5, number * 2 + 1, 2.0, 3.0]
     elif tp in (str, Path):
         out = [f"{value}-x" if isinstance(value, str) else "x"]
+    elif origin is tuple and len(args) > 1 and Ellipsis not in args:  # fixed length
+        out = [[_other_values(arg, None)[0] for arg in args]]
     elif origin in (list, tuple) or tp in (list, tuple):
         current = list(value) if isinstance(value, list) else []
         items = _other_values(args[0], None) if args and args[0] is not Ellipsis else ["x"]
         out = [current + items[:1], current[:-1]]
     elif origin is dict or tp is dict:
-        out = [{**(value or {}), "zz": 1}]
+        sample = _other_values(args[1], None)[:1] if len(args) == 2 else []
+        out = [{**(value or {}), "zz": sample[0] if sample else 1}]
     return [v for v in out if v != value]
 
 
@@ -279,26 +283,74 @@ class EnvironmentContract:
                 env.close()
 
 
+def as_completion(value: Any) -> list[dict[str, Any]]:
+    """A completion as every backend passes it: the episode's messages after the prompt (a
+    string stands for one assistant message)."""
+    if isinstance(value, str):
+        return [{"role": "assistant", "content": value}]
+    return list(value)
+
+
 class RewardContract:
-    """A reward function: TRL's shape, hand-computed values, no exception on garbage."""
+    """A reward function: the one signature, hand-computed values, no exception on garbage.
+
+    ``fn(completions, **columns) -> list[float]`` where each completion is the episode's
+    messages after the prompt (``Episode.completion``; examples may give a string for one
+    assistant message) and ``columns`` are the rows' other columns as lists. The backends also
+    pass ``prompts`` (the opening messages) and ``env_return`` (the summed step rewards), which
+    a reward that does not use them must accept and ignore.
+    """
 
     reward: ClassVar[str]
     # (completions, columns, expected rewards)
     examples: ClassVar[Sequence[tuple[list[Any], dict[str, list[Any]], list[float]]]] = ()
 
-    def test_examples(self) -> None:
+    def call(self, completions: list[Any], columns: Mapping[str, list[Any]]) -> list[float]:
         fn = registry.get_reward(self.reward)
+        batch = [as_completion(c) for c in completions]
+        prompts = [[{"role": "user", "content": "the prompt"}]] * len(batch)
+        return fn(batch, prompts=prompts, env_return=[0.0] * len(batch), **columns)
+
+    def test_signature(self) -> None:
+        params = inspect.signature(registry.get_reward(self.reward)).parameters
+        first = next(iter(params.values()), None)
+        assert first is not None and first.name == "completions", "fn(completions, **columns)"
+        assert any(p.kind is p.VAR_KEYWORD for p in params.values()), "accept **columns"
+
+    def test_examples(self) -> None:
         assert self.examples, "give at least one hand-computed example"
         for completions, columns, expected in self.examples:
-            got = fn(completions, **columns)
+            got = self.call(completions, columns)
             assert got == pytest.approx(expected)
 
     def test_garbage_completions_score(self) -> None:
-        fn = registry.get_reward(self.reward)
         completions, columns, _ = self.examples[0]
         garbage = ["\x00<think>", "}{"][: len(completions)] + [""] * max(0, len(completions) - 2)
-        got = fn(garbage, **columns)
+        got = self.call(garbage, columns)
         assert len(got) == len(completions) and all(isinstance(x, float) for x in got)
+
+
+class DatasetContract:
+    """A dataset builder: ``builder(**options) -> iterable of rows`` (core record dicts or RL
+    rows), JSON-serialisable (verl and LLaMA-Factory get them as files)."""
+
+    dataset: ClassVar[str]
+    options: ClassVar[Mapping[str, Any]] = {}
+
+    def rows(self) -> list[Mapping[str, Any]]:
+        return list(registry.get_dataset(self.dataset)(**self.options))
+
+    def check_rows(self, rows: list[Mapping[str, Any]]) -> None:
+        """Override to assert on the rows' values."""
+
+    def test_rows_are_json_mappings(self) -> None:
+        rows = self.rows()
+        assert rows, f"{self.dataset}(**{dict(self.options)}) gave no rows"
+        for row in rows:
+            data = row.to_dict() if hasattr(row, "to_dict") else row
+            assert isinstance(data, Mapping), f"a row is a mapping, got {type(row).__name__}"
+            json.dumps(data)
+        self.check_rows(rows)
 
 
 class BackendContract:
@@ -321,9 +373,9 @@ class BackendContract:
     def toy_job(self, run: Run, *, max_steps: int) -> TrainJob:
         """A tiny job for ``max_steps`` steps that saves a checkpoint every step."""
         from aworld_rl_core.backends.config import ModelConfig, RLConfig, SFTConfig, TrainerConfig
-        from aworld_rl_core.envs.toy import LowercaseEnv, ToyTasksConfig, toy_tasks
+        from aworld_rl_core.envs.toy import LowercaseEnv, toy_tasks
 
-        tasks = toy_tasks(ToyTasksConfig(num_tasks=4))
+        tasks = toy_tasks(num_tasks=4)
         trainer = TrainerConfig(
             backend=self.backend,
             learning_rate=1e-2,

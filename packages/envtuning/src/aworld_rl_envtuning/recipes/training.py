@@ -53,11 +53,10 @@ def validation_ids(split: Split, per_category: int) -> list[str]:
 
 def local_model_path(name_or_path: str) -> str:
     """A loadable directory: ``tiny:<arch>`` becomes core's saved tiny model."""
-    from aworld_rl_core.testing.tiny import TINY_PREFIX, tiny_model_dir
+    from aworld_rl_core.backends.config import ModelConfig
+    from aworld_rl_core.models import model_dir
 
-    if name_or_path.startswith(TINY_PREFIX):
-        return str(tiny_model_dir(name_or_path[len(TINY_PREFIX) :]))
-    return name_or_path
+    return str(model_dir(ModelConfig(name_or_path=name_or_path)))
 
 
 def validate_model(

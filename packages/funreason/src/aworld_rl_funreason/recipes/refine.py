@@ -1,8 +1,9 @@
 """``funreason.refine``: FCDR over a data file with an LLM judge (and teacher for missing CoT).
 
-Writes ``fcdr/results.jsonl`` (one outcome per sample, resumable: a rerun with ``--resume``
-skips finished samples), then ``kept.jsonl`` (qualified and statement samples), ``hard.jsonl``
-and ``dropped.jsonl`` with per-stage reasons, and a count table in the report.
+Runs FCDR on core's pipeline (``aworld_rl_core.pipeline``) and writes ``fcdr/results.jsonl``
+(one record per sample, resumable: a rerun with ``--resume`` skips finished samples), then
+``kept.jsonl`` (qualified and statement samples), ``hard.jsonl`` and ``dropped.jsonl`` with per-
+stage reasons, and a count table in the report.
 """
 
 from __future__ import annotations
@@ -16,7 +17,13 @@ from aworld_rl_core.config import option
 from aworld_rl_core.llm.config import LLMConfig
 from aworld_rl_core.runs import Run, RunResult
 from aworld_rl_funreason.data import FcSample, read_samples, write_jsonl
-from aworld_rl_funreason.fcdr.pipeline import STAGES, FcdrSettings, Outcome, count_outcomes
+from aworld_rl_funreason.fcdr.stages import (
+    STAGES,
+    FcdrSettings,
+    Outcome,
+    StageRecord,
+    count_outcomes,
+)
 from aworld_rl_funreason.paths import resolve_path
 
 
@@ -131,29 +138,27 @@ async def refine_all(
     *,
     concurrency: int,
     progress: Any = None,
-) -> list[Outcome]:
-    """Refine ``samples`` into ``results_path`` (skipping ids already there); all outcomes."""
-    from aworld_rl_core.llm.jobs import run_jobs
-    from aworld_rl_core.llm.jsonl_sink import JsonlSink
-    from aworld_rl_funreason.fcdr.pipeline import refine_sample
+) -> tuple[list[Outcome], Any]:
+    """Refine ``samples`` on core's pipeline into ``results_path`` (samples already there are
+    skipped); every outcome, in input order, and the pipeline's per-stage yields."""
+    from aworld_rl_funreason.fcdr.stages import FcdrItem, fcdr_pipeline, outcome_of
 
     ids = [s.id for s in samples]
     if len(set(ids)) != len(ids):
         dup = sorted({i for i in ids if ids.count(i) > 1})[:5]
         raise ValueError(f"sample ids must be unique (the sink is keyed by id); duplicates: {dup}")
-
-    async def job(sample: FcSample) -> dict[str, Any]:
-        out = await refine_sample(sample, judge, settings, teacher)
-        return out.to_dict()
-
-    wanted = set(ids)
-    with JsonlSink(results_path, key="id", fsync="close") as sink:
-        items = progress(samples) if progress else samples
-        report = await run_jobs(items, job, sink, concurrency=concurrency, key=lambda s: s.id)
-        if report.failed:
-            raise RuntimeError(f"{len(report.failed)} samples failed: {report.failed}")
-        done = {r["id"]: r for r in sink.records() if r["id"] in wanted}
-        return [Outcome.from_dict(done[i]) for i in ids]  # input order, not finishing order
+    items = [FcdrItem(s) for s in samples]
+    pipeline = fcdr_pipeline(settings, judge, teacher)
+    report = await pipeline.run(progress(items) if progress else items, results_path,
+                                concurrency=concurrency)  # fmt: skip
+    done = {}
+    for record in report.records:
+        item = FcdrItem(
+            FcSample.from_dict(record["item"]["sample"]), reason=record["item"]["reason"]
+        )
+        item.trail = [StageRecord(**r) for r in record["item"]["trail"]]
+        done[record["key"]] = outcome_of(record["status"], item, record["reason"])
+    return [done[i] for i in ids], report.stats  # input order, not finishing order
 
 
 def _client(cfg: LLMConfig) -> Any:
@@ -169,7 +174,7 @@ def run(cfg: RefineConfig, run: Run) -> RunResult:
     out_dir = run.dir / "fcdr"
     out_dir.mkdir(parents=True, exist_ok=True)
 
-    async def main() -> list[Outcome]:
+    async def main() -> tuple[list[Outcome], Any]:
         judge = _client(cfg.judge) if cfg.fcdr.judge == "llm" else None
         needs_teacher = settings.generate_cot and any(not s.reasoning for s in samples)
         teacher = _client(cfg.teacher) if needs_teacher else None
@@ -188,11 +193,17 @@ def run(cfg: RefineConfig, run: Run) -> RunResult:
                 if client is not None:
                     await client.aclose()
 
-    outcomes = asyncio.run(main())
+    outcomes, stats = asyncio.run(main())
     paths = split_outcomes(outcomes, out_dir)
     counts = count_outcomes(outcomes)
     run.add_section("FCDR outcomes", counts_table(counts))
-    metrics: dict[str, Any] = {"samples": len(outcomes)}
+    run.add_section("FCDR stage yields", stats.table())
+    yields = stats.to_dict()
+    metrics: dict[str, Any] = {
+        "samples": len(outcomes),
+        "llm_calls_per_kept": yields["calls_per_kept"],
+        "tokens_per_kept": yields["tokens_per_kept"],
+    }
     metrics.update({f"status/{k}": v for k, v in counts["status"].items()})
     metrics.update({f"stage/{k}": v for k, v in counts["stages"].items()})
     run.log(metrics)

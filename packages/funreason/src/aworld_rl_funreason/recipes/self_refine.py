@@ -135,7 +135,7 @@ async def _filter_v1(cfg: SelfRefineConfig, candidates: list[Any], tag: str) -> 
     """FCDR over the sampled answers; the ones that pass unchanged (an answer the judge would
     have to rewrite no longer matches the model's reasoning, so it is not used)."""
     from aworld_rl_core.llm.factory import make_client
-    from aworld_rl_funreason.fcdr.pipeline import refine_sample
+    from aworld_rl_funreason.fcdr.stages import refine_sample
 
     judge = make_client(cfg.judge) if cfg.fcdr.judge == "llm" else None
     settings = dataclasses.replace(

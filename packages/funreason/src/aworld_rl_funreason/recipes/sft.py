@@ -90,7 +90,8 @@ class SftRecipeConfig:
 
 
 def make_loss(cfg: LossConfig) -> Any:
-    """The loss hook for the backend (None: the backend's own cross-entropy)."""
+    """The loss for the backend (None: the backend's own cross-entropy; ``trainer.loss``, when
+    set, names the loss instead of this section)."""
     if cfg.kind == "ce":
         return None
     from aworld_rl_funreason.loss import SRMLLoss
@@ -128,7 +129,7 @@ def train_on_samples(
         trainer=cfg.trainer,
         run=run,
         train_rows=rows,
-        loss=make_loss(cfg.loss),
+        loss=None if cfg.trainer.loss else make_loss(cfg.loss),
     )
     result = get_trainer(cfg.trainer.backend)().train(job)
     metrics = {
@@ -139,6 +140,8 @@ def train_on_samples(
     loss: Any = job.loss  # SRML: a module with a learnable alpha
     if loss is not None:
         metrics["loss_alpha"] = loss.alpha_value()
+    elif "loss_alpha" in result.metrics:
+        metrics["loss_alpha"] = result.metrics["loss_alpha"]
     return RunResult(
         metrics=metrics, outputs=dict(result.outputs), checkpoints=list(result.checkpoints)
     )

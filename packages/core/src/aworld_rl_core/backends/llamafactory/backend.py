@@ -34,6 +34,7 @@ from aworld_rl_core.backends.llamafactory.launch import (
     write_dataset,
     write_loss,
 )
+from aworld_rl_core.losses import token_loss
 
 if TYPE_CHECKING:
     from aworld_rl_core.backends.base import TrainJob
@@ -124,11 +125,12 @@ def _write_inputs(job: TrainJob, work: Path) -> _Inputs:
     args_file.write_text(yaml.safe_dump(args, sort_keys=False), encoding="utf-8")
     events = work / "events.jsonl"
     events.unlink(missing_ok=True)
+    loss = token_loss(job, "llamafactory")
     spec = {
         "train_args": str(args_file),
         "resolved_args": str(work / "train_args.resolved.yaml"),
         "events": str(events),
-        "loss": str(write_loss(job.loss, work / "loss.pkl")) if job.loss is not None else None,
+        "loss": str(write_loss(loss, work / "loss.pkl")) if loss is not None else None,
         "tiny_arch": model_source(job.model.name_or_path)[1],
         "seed": job.trainer.seed,
         "dtype": job.model.dtype,

@@ -19,7 +19,6 @@ from aworld_rl_core.records import ToolUseRecord, as_record, write_sharegpt
 if TYPE_CHECKING:
     from aworld_rl_core.backends.base import TrainJob
 
-TINY_PREFIX = "tiny:"
 TRAIN_NAME, EVAL_NAME = "train", "eval"
 TORCHAUDIO_STUB = '''"""Stub torchaudio written by aworld-rl.
 
@@ -91,9 +90,11 @@ def grad_accumulation(batch_size: int, micro_batch_size: int, processes: int) ->
 
 def model_source(name_or_path: str) -> tuple[str, str | None]:
     """(model_name_or_path for LLaMA-Factory, tiny architecture or None)."""
-    if name_or_path.startswith(TINY_PREFIX):
+    from aworld_rl_core.models import check_source, is_tiny, tiny_arch
+
+    if is_tiny(check_source(name_or_path)):
         # the worker materialises the tiny model on disk and substitutes its path
-        return name_or_path, name_or_path[len(TINY_PREFIX) :]
+        return name_or_path, tiny_arch(name_or_path)
     return name_or_path, None
 
 

@@ -43,7 +43,7 @@ def main(argv: list[str] | None = None) -> int:
     import torch
 
     if spec.get("tiny_arch"):
-        from aworld_rl_core.testing.tiny import tiny_model_dir
+        from aworld_rl_core.models import tiny_model_dir
 
         train_args["model_name_or_path"] = str(tiny_model_dir(spec["tiny_arch"], spec["seed"]))
     cuda = torch.cuda.is_available()

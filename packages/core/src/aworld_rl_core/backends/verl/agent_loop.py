@@ -4,17 +4,17 @@ Per episode (one ``run`` call): the environment is rebuilt from the row's episod
 (``extra_info["aworld"]``), then the engine (``aworld_rl_core.engine.Rollout``) runs it turn by
 turn: the policy generates through verl's ``server_manager`` (async server generation; stop
 strings through vLLM / SGLang ``stop`` with the stop string kept), the engine cuts and decodes
-the turn and steps the environment (in a worker thread: episodes of one worker run
-concurrently), and observations are appended with mask 0, as in every driver. The episode reward
-(sum of step rewards plus any configured reward functions) is set on
-``AgentLoopOutput.reward_score``, so verl skips ``compute_score`` for these rows.
+the turn, the environments of the worker's episodes whose turns arrive together are stepped in
+one ``step_many`` call (``StepGatherer``, in a worker thread: episodes run concurrently), and
+observations are appended with mask 0, as in every driver. The episode reward (sum of step
+rewards plus any configured reward functions) is set on ``AgentLoopOutput.reward_score``, so
+verl skips ``compute_score`` for these rows.
 
 Imported by verl's plugin loader (see ``entry_point.py``); it imports verl at module level.
 """
 
 from __future__ import annotations
 
-import math
 from typing import Any
 from uuid import uuid4
 
@@ -22,18 +22,9 @@ from verl.experimental.agent_loop.agent_loop import AgentLoopBase, AgentLoopOutp
 
 from aworld_rl_core.backends.verl.reward import score_completion, task_columns
 from aworld_rl_core.backends.verl.specs import EpisodeSpec
-from aworld_rl_core.engine import ChatCodec, Episode, Limits, Output, Rollout
+from aworld_rl_core.engine import ChatCodec, Episode, Limits, Output, Rollout, gatherer_for
 
 AGENT_LOOP_NAME = "aworld_env"
-
-
-def _scalar_info(info: dict[str, Any]) -> dict[str, float]:
-    """The numeric entries of the last step's ``info``."""
-    out = {}
-    for key, value in info.items():
-        if isinstance(value, bool | int | float) and math.isfinite(float(value)):
-            out[str(key)] = float(value)
-    return out
 
 
 @register(AGENT_LOOP_NAME)
@@ -82,6 +73,7 @@ class EnvAgentLoop(AgentLoopBase):
         )
         tools = [spec.task.get("tools") or None]
         rollout = await self._call(lambda: Rollout([env], limits, codec=self.codec, tools=tools))
+        gatherer = gatherer_for(self.loop, spec.step_window_s)
         while not rollout.finished:
             [turn] = rollout.pending()
             params = {**sampling_params, "max_tokens": turn.max_new_tokens}
@@ -91,7 +83,9 @@ class EnvAgentLoop(AgentLoopBase):
                 request_id=request_id, prompt_ids=turn.prompt_ids, sampling_params=params
             )
             generated = Output(ids=list(output.token_ids), logprobs=output.log_probs or None)
-            await self._call(rollout.advance, [generated])
+            [(index, text)] = (await self._call(rollout.take, [generated])).items()
+            step = await gatherer.step(env, text)  # with the other episodes of this worker
+            await self._call(rollout.apply, {index: step})
         return self._output(spec, rollout.episodes[0], request_id)
 
     def _output(self, spec: EpisodeSpec, episode: Episode, request_id: str) -> AgentLoopOutput:
@@ -126,7 +120,7 @@ class EnvAgentLoop(AgentLoopBase):
             extra_fields={
                 "turn_scores": list(episode.step_rewards),
                 "request_id": request_id,
-                "env_info": _scalar_info(episode.info),
+                "env_info": episode.scalar_info(),
                 "reward_extra_info": {"score": score, **extra},
             },
         )

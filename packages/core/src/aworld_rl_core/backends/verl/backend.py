@@ -82,10 +82,11 @@ class VerlBackend:
     def train(self, job: TrainJob) -> RunResult:
         from aworld_rl_core.runs import RunResult
 
-        if job.loss is not None:
+        if job.loss is not None or job.trainer.loss:
             raise ConfigError(
-                "the verl backend does not take a token loss (TrainJob.loss): register a verl "
-                "policy loss with aworld_rl_core.backends.verl.extensions.register_policy_loss "
+                "the verl backend does not take a token loss (TrainJob.loss / trainer.loss): "
+                "register a verl policy loss with "
+                "aworld_rl_core.backends.verl.extensions.register_policy_loss "
                 "and select it with trainer.verl.policy_loss=<name>"
             )
         run, verl = job.run, job.trainer.verl

@@ -58,6 +58,12 @@ class VerlConfig:
         "aworld_env", help="agent loop for environment rows (ours drives aworld Environments)"
     )
     agent_workers: int = option(8, help="agent loop worker processes")
+    step_window_ms: float = option(
+        10.0,
+        help="a worker steps together the environments whose turns end within this window "
+        "(one step_many, one service request per turn)",
+        ge=0,
+    )
     param_offload: bool = option(False, help="FSDP: offload parameters to CPU")
     optimizer_offload: bool = option(False, help="FSDP: offload optimizer states to CPU")
     gradient_checkpointing: bool = option(True, help="activation checkpointing in the actor")

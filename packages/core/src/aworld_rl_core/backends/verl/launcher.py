@@ -77,6 +77,7 @@ def episode_specs(job: TrainJob, rows: Sequence[Mapping[str, Any]]) -> list[Epis
             "or reward functions"
         )
     max_new_tokens = job.trainer.rl.max_new_tokens
+    window = job.trainer.verl.step_window_ms / 1000
     return [
         EpisodeSpec(
             task=to_jsonable(dict(row), f"row {i}"),
@@ -84,6 +85,7 @@ def episode_specs(job: TrainJob, rows: Sequence[Mapping[str, Any]]) -> list[Epis
             rewards=rewards,
             weights=weights,
             max_new_tokens=max_new_tokens,
+            step_window_s=window,
         )
         for i, row in enumerate(rows)
     ]

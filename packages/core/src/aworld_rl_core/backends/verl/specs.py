@@ -30,6 +30,7 @@ class EpisodeSpec:
     rewards: tuple[Ref, ...] = ()
     weights: tuple[float, ...] = ()
     max_new_tokens: int | None = None
+    step_window_s: float = 0.01
 
     def __post_init__(self) -> None:
         if self.weights and len(self.weights) != len(self.rewards):
@@ -48,6 +49,7 @@ class EpisodeSpec:
             "rewards": [r.to_json() for r in self.rewards],
             "weights": [float(w) for w in self.weights],
             "max_new_tokens": self.max_new_tokens,
+            "step_window_s": self.step_window_s,
         }
         return json.dumps(data, ensure_ascii=False, sort_keys=True)
 
@@ -61,6 +63,7 @@ class EpisodeSpec:
             rewards=tuple(Ref.from_json(r) for r in data.get("rewards") or ()),
             weights=tuple(float(w) for w in data.get("weights") or ()),
             max_new_tokens=data.get("max_new_tokens"),
+            step_window_s=float(data.get("step_window_s", 0.01)),
         )
 
     @classmethod

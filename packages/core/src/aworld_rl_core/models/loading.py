@@ -1,0 +1,181 @@
+"""Loading the model, tokenizer and processor a ``ModelConfig`` names.
+
+``model.name_or_path`` is a local directory, a Hugging Face hub id (``Qwen/Qwen2.5-7B-Instruct``;
+with ``HF_HUB_OFFLINE=1`` only what the local cache holds) or ``tiny:<arch>`` (a tiny random
+model, built offline: ``tiny:qwen3``, ``tiny:qwen2``, ``tiny:qwen2_5_vl``). Like a hub id, a
+tiny name means fixed weights (``seed`` 0 by default). Anything else is an error that names the
+value and the options.
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from aworld_rl_core.errors import ConfigError
+from aworld_rl_core.models.tiny import (
+    TEXT_ARCHS,
+    TINY_ARCHS,
+    TINY_PREFIX,
+    VISION_ARCHS,
+    tiny_image_processor,
+    tiny_model_dir,
+    tiny_tokenizer,
+)
+
+if TYPE_CHECKING:
+    from aworld_rl_core.backends.config import ModelConfig
+
+_DTYPES = {"float32", "bfloat16", "float16"}
+
+
+def is_tiny(name_or_path: str) -> bool:
+    return name_or_path.startswith(TINY_PREFIX)
+
+
+def tiny_arch(name: str, allowed: tuple[str, ...] = TINY_ARCHS) -> str:
+    """The architecture of a ``tiny:<arch>`` name, or a clear error."""
+    arch = name[len(TINY_PREFIX) :]
+    if arch not in allowed:
+        raise ValueError(
+            f"unknown tiny model {name!r}: use one of "
+            + ", ".join(TINY_PREFIX + a for a in allowed)
+        )
+    return arch
+
+
+def check_source(value: str, key: str = "model.name_or_path") -> str:
+    """``value`` if it is ``tiny:<arch>``, an existing directory or a valid hub id."""
+    if is_tiny(value):
+        tiny_arch(value)
+        return value
+    path = Path(value).expanduser()
+    if path.is_dir():
+        return value
+    from huggingface_hub.utils import HFValidationError, validate_repo_id
+
+    try:
+        validate_repo_id(value)
+    except HFValidationError:
+        where = "does not exist" if not path.exists() else "is a file, not a model directory"
+        raise ConfigError(
+            f"{key}={value!r} is neither an existing directory ({where}) nor a valid Hugging "
+            "Face hub id: give the path of a model directory (config.json, weights, tokenizer) "
+            "or a hub id such as Qwen/Qwen2.5-0.5B-Instruct (tiny:qwen3 for a tiny random model)"
+        ) from None
+    return value
+
+
+def offline() -> bool:
+    return os.environ.get("HF_HUB_OFFLINE", "").lower() in {"1", "true", "yes", "on"}
+
+
+def _from_pretrained(loader: Any, source: str | Path, key: str, **kwargs: Any) -> Any:
+    try:
+        return loader.from_pretrained(source, local_files_only=offline(), **kwargs)
+    except OSError as exc:
+        cache = " and HF_HUB_OFFLINE=1 allows only the local cache" if offline() else ""
+        raise OSError(
+            f"cannot load {key}={str(source)!r} ({type(exc).__name__}: {str(exc)[:300]}): it is "
+            f"not a local directory here{cache}; give a model directory or a hub id you can "
+            "download"
+        ) from exc
+
+
+def _torch_dtype(name: str) -> Any:
+    import torch
+
+    return getattr(torch, name) if name in _DTYPES else "auto"
+
+
+def load_tokenizer(model_cfg: ModelConfig) -> Any:
+    """The tokenizer a ``ModelConfig`` names (tiny, its own path, or ``model.tokenizer``)."""
+    key = "model.tokenizer" if model_cfg.tokenizer else "model.name_or_path"
+    source = check_source(model_cfg.tokenizer or model_cfg.name_or_path, key)
+    if is_tiny(source):
+        tokenizer = tiny_tokenizer()
+    else:
+        from transformers import AutoTokenizer
+
+        tokenizer = _from_pretrained(AutoTokenizer, source, key)
+    if model_cfg.chat_template:
+        path = Path(model_cfg.chat_template)
+        if not path.is_file():
+            raise FileNotFoundError(
+                f"model.chat_template={model_cfg.chat_template!r} is not a file: give the path "
+                "of a Jinja chat template"
+            )
+        tokenizer.chat_template = path.read_text(encoding="utf-8")
+    if tokenizer.pad_token is None:
+        tokenizer.pad_token = tokenizer.eos_token
+    return tokenizer
+
+
+def model_dir(model_cfg: ModelConfig, seed: int = 0) -> str | Path:
+    """Where the model's weights load from: the tiny model's saved directory, or the value."""
+    source = check_source(model_cfg.name_or_path)
+    if is_tiny(source):
+        # From its saved directory, so the model has a real name_or_path (TRL rebuilds reference
+        # models from it); the weights equal the tiny builder's with this seed.
+        return tiny_model_dir(tiny_arch(source), seed)
+    return source
+
+
+def load_model_and_tokenizer(model_cfg: ModelConfig, seed: int = 0) -> tuple[Any, Any]:
+    """The causal LM and tokenizer a ``ModelConfig`` names (``tiny:qwen3`` / ``tiny:qwen2``
+    build the tiny random model; anything else goes to ``AutoModelForCausalLM``)."""
+    if is_tiny(model_cfg.name_or_path):
+        tiny_arch(model_cfg.name_or_path, TEXT_ARCHS)
+    tokenizer = load_tokenizer(model_cfg)
+    from transformers import AutoModelForCausalLM
+
+    model = _from_pretrained(
+        AutoModelForCausalLM,
+        model_dir(model_cfg, seed),
+        "model.name_or_path",
+        dtype=_torch_dtype(model_cfg.dtype),
+    )
+    return model, tokenizer
+
+
+def load_processor(model_cfg: ModelConfig) -> Any:
+    """The processor of a vision-language model: transformers' ``AutoProcessor`` where it loads
+    (it needs torchvision for Qwen2-VL's video half), else an :class:`ImageTextProcessor` of the
+    tokenizer and the PIL image processor (CPU)."""
+    from aworld_rl_core.models.processor import ImageTextProcessor
+
+    source = check_source(model_cfg.name_or_path)
+    tokenizer = load_tokenizer(model_cfg)
+    if is_tiny(source):
+        tiny_arch(source, VISION_ARCHS)
+        return ImageTextProcessor(tokenizer, tiny_image_processor())
+    from transformers import AutoProcessor
+
+    try:
+        processor = _from_pretrained(AutoProcessor, source, "model.name_or_path")
+    except (ImportError, ValueError, AttributeError):  # no torchvision: the image half only
+        from transformers.models.qwen2_vl.image_processing_pil_qwen2_vl import (
+            Qwen2VLImageProcessorPil,
+        )
+
+        image_processor = _from_pretrained(Qwen2VLImageProcessorPil, source, "model.name_or_path")
+        return ImageTextProcessor(tokenizer, image_processor)
+    processor.tokenizer = tokenizer  # model.tokenizer / model.chat_template apply here too
+    return processor
+
+
+def load_vision_model(model_cfg: ModelConfig, seed: int = 0) -> tuple[Any, Any]:
+    """The vision-language model and its processor (``tiny:qwen2_5_vl``: the tiny Qwen2.5-VL)."""
+    if is_tiny(model_cfg.name_or_path):
+        tiny_arch(model_cfg.name_or_path, VISION_ARCHS)
+    processor = load_processor(model_cfg)
+    from transformers import AutoModelForImageTextToText
+
+    model = _from_pretrained(
+        AutoModelForImageTextToText,
+        model_dir(model_cfg, seed),
+        "model.name_or_path",
+        dtype=_torch_dtype(model_cfg.dtype),
+    )
+    return model, processor
