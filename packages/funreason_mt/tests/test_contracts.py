@@ -72,6 +72,10 @@ class TestSftRecipe(RecipeContract):
         assert result.metrics["trajectories"] == 2.0 and result.metrics["global_step"] == 2
         assert result.metrics["supervised_tokens"] > 0 and result.checkpoints
         assert result.metrics["samples"] > 2  # split per assistant turn
+        assert (
+            result.metrics["srml"] in (0.0, 1.0)
+            and "## Loss" in (run_dir / "report.md").read_text()
+        )
 
 
 class TestRlRecipe(RecipeContract):
