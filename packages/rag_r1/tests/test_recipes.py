@@ -112,7 +112,7 @@ class TestSftDataRecipe(RecipeContract):
 
 
 def test_paper_ppo_dry_run_writes_the_verl_launch(tmp_path, aworld_home):
-    from aworld_rl_core.testing.tiny import tiny_model_dir
+    from aworld_rl_core.models import tiny_model_dir
 
     entry = get_recipe("rag_r1.train")
     cfg = load_config(

@@ -17,7 +17,7 @@ import torch
 from PIL import Image
 
 from aworld_rl_core.benchmarking import best_of, compare, report
-from aworld_rl_core.testing.tiny import tiny_vl_model
+from aworld_rl_core.models import tiny_vl_model
 from aworld_rl_v2p.inference import Grounder
 from aworld_rl_v2p.modeling import from_base
 from aworld_rl_v2p.synthetic import GenerateOptions, generate

@@ -27,7 +27,7 @@ from pathlib import Path
 import torch
 from PIL import Image
 
-from aworld_rl_core.testing.tiny import tiny_vl_model
+from aworld_rl_core.models import tiny_vl_model
 from aworld_rl_v2p.data import read_aguvis
 from aworld_rl_v2p.evaluation import judge
 from aworld_rl_v2p.inference import Grounder

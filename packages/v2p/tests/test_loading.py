@@ -6,7 +6,7 @@ from aworld_rl_v2p.loading import load_v2p
 
 
 def test_plain_qwen25_vl_checkpoint_gets_pointer_tokens_and_a_head(tmp_path):
-    from aworld_rl_core.testing.tiny import tiny_vl_model
+    from aworld_rl_core.models import tiny_vl_model
 
     vl = tiny_vl_model(seed=1)
     vl.model.save_pretrained(tmp_path)

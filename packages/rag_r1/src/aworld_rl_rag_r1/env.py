@@ -87,7 +87,7 @@ def _truncator(name: str | None) -> observations.Truncator:
         from aworld_rl_core.backends.config import ModelConfig
 
         # where core loads tokenizers today (contract section 6 moves it to aworld_rl_core.models)
-        from aworld_rl_core.testing.tiny import load_tokenizer
+        from aworld_rl_core.models import load_tokenizer
 
         return observations.TokenTruncator(load_tokenizer(ModelConfig(name_or_path=name)))
 
