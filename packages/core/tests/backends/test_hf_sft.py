@@ -15,6 +15,7 @@ from aworld_rl_core.backends.config import ModelConfig, SFTConfig, TrainerConfig
 from aworld_rl_core.backends.hf_sft import LOSS_STATE_FILE, HfSftBackend  # noqa: E402
 from aworld_rl_core.backends.sft_data import (  # noqa: E402
     IGNORE_INDEX,
+    SEGMENT_PREFIX,
     SftCollator,
     build_samples,
     has_generation_markers,
@@ -325,7 +326,8 @@ def test_supervised_loss_equals_the_full_logits_loss_with_its_gradients(tok):
     model = tiny_causal_lm(tok)
     samples, _ = build_samples([MULTI, SHORT], tok, max_length=256, per_turn=True)
     batch = SftCollator(tok.pad_token_id)([s.as_features() for s in samples])
-    batch.pop("think_mask")
+    for key in [k for k in batch if k.startswith(SEGMENT_PREFIX)]:
+        batch.pop(key)
     supervised = int((batch["labels"][:, 1:] != IGNORE_INDEX).sum())
     for count in (None, torch.tensor(supervised + 5)):
         model.zero_grad()
