@@ -110,7 +110,7 @@ class TestTrainRecipe(RecipeContract):
         from aworld_rl_v2p.training import model_factory
 
         data = synthetic_dir / "data.json"
-        overrides = [f"data.paths=[{data}]", "data.max_pixels=50176", "trainer.max_steps=2"]
+        overrides = [f"data.paths=[{data}]", "trainer.max_steps=2"]
         result, run_dir = tiny_run(self.recipe, tmp_path, overrides)
         assert result.metrics["global_step"] == 2.0 and result.metrics["samples"] == 20.0
         steps = [r for r in logged(run_dir) if "pointer_loss" in r]
@@ -146,7 +146,6 @@ class TestTrainRecipe(RecipeContract):
         data = synthetic_dir / "data.json"
         overrides = [
             f"data.paths=[{data}]",
-            "data.max_pixels=50176",
             "stage=main",
             "loss.lm_weight=1",
             "trainer.max_steps=1",
