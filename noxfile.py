@@ -4,6 +4,7 @@ nox                                  lint, typecheck, every package's CPU tests 
 nox -s "tests(package='core')"       one package's tests
 nox -s benchmarks -- core            a package's benchmarks (not default)
 nox -s quickstart                    the README's main job
+nox -s bfcl_official                 bfcl-eval's own scorer on both eval recipes' result files
 nox -s new_package -- my_paper       start a package from packages/_template
 """
 
@@ -172,6 +173,28 @@ def quickstart(session: nox.Session) -> None:
         *session.posargs,
         env=OFFLINE,
     )
+
+
+@nox.session(default=False)
+def bfcl_official(session: nox.Session) -> None:
+    """`bfcl evaluate` (bfcl-eval with every dependency, its own venv) scores the result files of
+    envtuning.eval's and funreason.eval's ground-truth presets: each category must match ours."""
+    session.install(TORCH)  # first: bfcl-eval's sentence-transformers would pull a CUDA torch
+    session.install(BFCL, "soundfile")  # qwen-agent, which bfcl's CLI imports, needs soundfile
+    session.install("-e", "packages/core[bfcl,llm]", "-e", "packages/envtuning")
+    session.install("-e", "packages/funreason")
+    tmp = Path(session.create_tmp())
+    env = {**OFFLINE, "BFCL_PROJECT_ROOT": str(tmp / "bfcl-root")}
+    runs = []
+    for recipe in ("envtuning.eval", "funreason.eval"):
+        run_dir = tmp / recipe
+        shutil.rmtree(run_dir, ignore_errors=True)
+        session.run(
+            "aworld-run", recipe, "--preset", "ground-truth", "--output-dir", str(run_dir),
+            "--quiet", env=env,
+        )  # fmt: skip
+        runs.append(str(run_dir))
+    session.run("python", "-m", "aworld_rl_core.tooluse.bfcl.official", *runs, env=env)
 
 
 @nox.session(default=False, python=False, name="new_package")

@@ -33,7 +33,7 @@ from aworld_rl_core.benchmarking import best_of, report
 from aworld_rl_core.tooluse import format_python_calls
 from aworld_rl_core.tooluse.bfcl import (
     MULTI_TURN_CATEGORIES,
-    SINGLE_TURN_CATEGORIES,
+    PYTHON_AST_CATEGORIES,
     MultiTurnEpisode,
     ground_truth_calls,
     judge_multi_turn,
@@ -122,7 +122,7 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
 
     ref = BfclReference(tempfile.mkdtemp(prefix="bfcl-bench-"))
     multi = [e for c in MULTI_TURN_CATEGORIES for e in load_category(c)]
-    single = [e for c in SINGLE_TURN_CATEGORIES for e in load_category(c)]
+    single = [e for c in PYTHON_AST_CATEGORIES for e in load_category(c)]
     texts = [format_python_calls(ground_truth_calls(e)) for e in single]
 
     def forget(result: Any) -> None:

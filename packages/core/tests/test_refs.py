@@ -28,8 +28,8 @@ def test_paths_partials_and_errors():
         Ref.of(lambda row: None, "environment")
     with pytest.raises(ConfigError, match="cannot travel to another process"):
         Ref.named("core.toy-lowercase", {"when": object()})
-    with pytest.raises(PluginError, match="pip install aworld-rl-rag-r1"):
-        Ref("rag_r1.search").load("environments")
+    with pytest.raises(PluginError, match="pip install aworld-rl-not-installed"):
+        Ref("not_installed.search").load("environments")
     with pytest.raises(ValueError, match="unknown registry kind"):
         Ref("x").load("widgets")
 

@@ -234,9 +234,12 @@ def test_paper_preset_dry_run_writes_verl_launches(tmp_path, aworld_home):
     assert "data.max_response_length=10000" in launches["1-syntax"]
 
 
-def test_ground_truth_agent_scores_100_on_all_800(tmp_path, aworld_home):
+def test_ground_truth_agent_scores_100_on_all_800_and_bfcl_scores_the_files(tmp_path, aworld_home):
+    from aworld_rl_core.tooluse.bfcl.reference import BfclReference
+
     entry = registry.get_recipe("envtuning.eval")
     cfg = load_config(entry.config_cls(), preset="ground-truth", presets=entry.presets)
+    assert cfg.protocol == "bfcl"
     result, run = execute(
         "envtuning.eval", entry.run_fn(), cfg, output_dir=tmp_path / "run", quiet=True
     )
@@ -245,3 +248,53 @@ def test_ground_truth_agent_scores_100_on_all_800(tmp_path, aworld_home):
         assert result.metrics[f"accuracy/multi_turn_{category}"] == 1.0
     assert result.metrics["accuracy/average"] == 1.0
     assert (run.dir / "accuracy.png").is_file()
+    summary = json.loads((run.dir / "bfcl" / "scores.json").read_text())
+    assert summary["protocol"] == "bfcl" and summary["model"] == "Qwen/Qwen3-8B"
+    assert summary["command"].startswith(f"BFCL_PROJECT_ROOT={run.dir / 'bfcl'} bfcl evaluate")
+    ref = BfclReference(tmp_path / "bfcl-root")
+    for category, counts in summary["categories"].items():
+        path = result.outputs[f"bfcl_{category}_result"]
+        assert (
+            ref.score_file(path, category)[:2] == (counts["correct"], counts["total"]) == (200, 200)
+        )
+    report = (run.dir / "report.md").read_text()
+    assert "## BFCL multi-turn (bfcl protocol)" in report and "Protocol: **bfcl**" in report
+
+
+def _ids(tmp_path, *overrides):
+    from aworld_rl_envtuning.recipes.evaluate import _entry_ids
+
+    entry = registry.get_recipe("envtuning.eval")
+    return _entry_ids(load_config(entry.config_cls(), overrides=list(overrides)))
+
+
+def test_the_entries_are_the_papers_400_by_default_or_all_or_a_recorded_split(tmp_path):
+    from aworld_rl_envtuning.data import SplitConfig, bfcl_split, write_split
+
+    ids, text = _ids(tmp_path)
+    assert len(ids) == 400 and text.startswith("test: the paper's test set")
+    assert "100 multi_turn_base" in text and "seed 0" in text
+    split = bfcl_split(SplitConfig())
+    assert not set(ids) & set(split.of("train"))
+    assert len(_ids(tmp_path, "entries=held_out")[0]) == 300
+    assert len(_ids(tmp_path, "entries=all")[0]) == 800
+    recorded = bfcl_split(SplitConfig(seed=7, train_per_category=150, validation_per_category=10))
+    path = write_split(recorded, tmp_path)
+    ids, text = _ids(tmp_path, f"split_file={path}")
+    assert sorted(ids) == sorted(recorded.of("validation") + recorded.of("held_out"))
+    assert len(ids) == 200 and f"split from {path}" in text
+    with pytest.raises(FileNotFoundError, match="split.json"):
+        _ids(tmp_path, f"split_file={tmp_path / 'missing.json'}")
+
+
+def test_bfcl_protocol_is_greedy_and_the_result_model_is_checked(tmp_path, aworld_home):
+    entry = registry.get_recipe("envtuning.eval")
+    for i, (overrides, message) in enumerate(
+        (
+            (["llm.temperature=0.7"], "protocol=bfcl decodes greedily"),
+            (["agent=ground_truth", "result_model=my-model"], "not in bfcl-eval's model registry"),
+        )
+    ):
+        cfg = load_config(entry.config_cls(), overrides=overrides)
+        with pytest.raises(ValueError, match=message):
+            execute("envtuning.eval", entry.run_fn(), cfg, output_dir=tmp_path / str(i), quiet=True)

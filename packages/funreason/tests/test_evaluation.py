@@ -1,8 +1,6 @@
-"""BFCL aggregation by hand, result files, and reasoning stripping."""
+"""BFCL and FunReason aggregation by hand, and reasoning stripping."""
 
 from __future__ import annotations
-
-import json
 
 import pytest
 
@@ -11,7 +9,6 @@ from aworld_rl_funreason.evaluation import (
     aggregate,
     format_table,
     strip_reasoning,
-    write_bfcl_results,
 )
 
 
@@ -37,19 +34,29 @@ def test_aggregate_matches_bfcl_formulas():
     assert agg["simple"] == pytest.approx(simple)
     assert agg["non_live"] == pytest.approx((simple + 0.9 + 0.8 + 0.7) / 4)
     assert agg["live"] == pytest.approx(1020 / 1351)  # weighted by count
-    assert agg["overall"] == pytest.approx((agg["non_live"] + agg["live"]) / 2)
+    assert agg["overall_funreason"] == pytest.approx((agg["non_live"] + agg["live"]) / 2)
+    # BFCL's weights 10 / 10 over the two groups run (no irrelevance categories here)
+    assert agg["overall_bfcl"] == pytest.approx((agg["non_live"] + agg["live"]) / 2)
+    with_irrelevance = aggregate({**s, **_scores(irrelevance=(120, 240))})
+    assert with_irrelevance["irrelevance"] == 0.5
+    assert with_irrelevance["overall_bfcl"] == pytest.approx(
+        (agg["non_live"] + agg["live"] + 0.5) / 3
+    )
+    assert with_irrelevance["overall_funreason"] == agg["overall_funreason"]
 
 
 def test_missing_categories_skip_or_zero():
     s = _scores(simple_python=(4, 4), multiple=(1, 2))
     skip = aggregate(s)
     assert skip["simple"] == 1.0 and skip["non_live"] == pytest.approx(0.75)
-    assert skip["live"] is None and skip["overall"] == pytest.approx(0.75)
+    assert skip["live"] is None and skip["overall_funreason"] == pytest.approx(0.75)
     zero = aggregate(s, missing="zero")
     assert zero["simple"] == pytest.approx(1 / 3)
     assert zero["non_live"] == pytest.approx((1 / 3 + 0.5) / 4)
     assert zero["live"] == 0.0
-    assert zero["overall"] == pytest.approx(zero["non_live"] / 2)
+    assert zero["overall_funreason"] == pytest.approx(zero["non_live"] / 2)
+    # the leaderboard's overall: multi-turn (30) and agentic (40) count as 0
+    assert zero["overall_bfcl"] == pytest.approx(10 * zero["non_live"] / 100)
 
 
 def test_paper_overall_is_the_mean_of_non_live_and_live():
@@ -63,21 +70,12 @@ def test_strip_reasoning():
     assert strip_reasoning("<think>a</think>b</think> [g()]") == "[g()]"
 
 
-def test_bfcl_result_files(tmp_path):
-    path = write_bfcl_results(
-        tmp_path, "Qwen/Qwen3-8B", "live_simple", [("live_simple_0-0-0", "[f()]")]
-    )
-    assert path == tmp_path / "result/Qwen_Qwen3-8B/live/BFCL_v4_live_simple_result.json"
-    assert json.loads(path.read_text()) == {"id": "live_simple_0-0-0", "result": "[f()]"}
-    p2 = write_bfcl_results(tmp_path, "m", "parallel", [])
-    assert p2.parent.name == "non_live"
-
-
 def test_table_lists_categories_and_aggregates():
     s = _scores(simple_python=(1, 2))
     table = format_table(s, aggregate(s))
     assert "| simple_python | 1 | 2 | 50.00 |" in table
-    assert "| live | n/a |" in table
+    assert "| BFCL live AST (weighted by count) | n/a |" in table
+    assert "| FunReason overall ((non-live + live) / 2) | 50.00 |" in table
 
 
 def test_score_records_averages_samples_per_entry():

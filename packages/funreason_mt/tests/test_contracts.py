@@ -8,7 +8,25 @@ from aworld_rl_funreason_mt.graph import ToolGraph
 
 class TestPlugin(PluginContract):
     plugin = "funreason_mt"
-    expected = {"recipes": ["funreason_mt.graph", "funreason_mt.sft", "funreason_mt.rl"]}
+    expected = {
+        "recipes": [
+            "funreason_mt.graph",
+            "funreason_mt.synthesize",
+            "funreason_mt.sft",
+            "funreason_mt.rl",
+        ],
+        "datasets": ["funreason_mt.trajectories"],
+    }
+
+
+def test_trajectories_dataset_builder():
+    from aworld_rl_core.registry import get_dataset
+
+    builder = get_dataset("funreason_mt.trajectories")
+    records = list(builder())
+    assert len(records) == 6 and all(r.messages[0]["role"] == "system" for r in records)
+    clean = list(builder(drop_error_responses=True))
+    assert 0 < len(clean) < 6 and not any(r.metadata["error_tool_response"] for r in clean)
 
 
 class TestGraphRecipe(RecipeContract):
@@ -23,6 +41,30 @@ class TestGraphRecipe(RecipeContract):
         assert "| TravelAPI | 18 |" in report and "`authenticate_travel` -> `book_flight`" in report
 
 
+class TestSynthesizeRecipe(RecipeContract):
+    """tiny-cpu: a tiny random model answers the agents; nothing passes, the run completes."""
+
+    recipe = "funreason_mt.synthesize"
+    override_values = {
+        f"agents.{role}": {"model": "Qwen/Qwen3-8B"}
+        for role in ("tooling", "querying", "reasoning", "critiquing")
+    }
+
+    def check_result(self, result, run_dir):
+        assert result.metrics["attempted"] == 2.0 and result.metrics["kept"] == 0.0
+        assert result.metrics["yield"] == 0.0
+        records = [json.loads(x) for x in (run_dir / "synthesis.jsonl").read_text().splitlines()]
+        assert len(records) == 2 and not any(r["passed"] for r in records)
+        # the yields say where the garbage was stopped: the tooling agent's reply is no tool
+        report = (run_dir / "report.md").read_text()
+        assert "Yields by stage kind" in report
+        stages = {step["stage"] for r in records for step in r["trail"]}
+        assert "round1/tool" in stages
+        tool_fails = [s for r in records for s in r["trail"] if s["stage"] == "round1/tool"]
+        assert all(s["outcome"] == "failed" and s["reason"] == "bad_tool" for s in tool_fails)
+        assert (run_dir / "trajectories.jsonl").read_text() == ""
+
+
 class TestSftRecipe(RecipeContract):
     recipe = "funreason_mt.sft"
 
@@ -30,13 +72,17 @@ class TestSftRecipe(RecipeContract):
         assert result.metrics["trajectories"] == 2.0 and result.metrics["global_step"] == 2
         assert result.metrics["supervised_tokens"] > 0 and result.checkpoints
         assert result.metrics["samples"] > 2  # split per assistant turn
+        assert (
+            result.metrics["srml"] in (0.0, 1.0)
+            and "## Loss" in (run_dir / "report.md").read_text()
+        )
 
 
 class TestRlRecipe(RecipeContract):
     recipe = "funreason_mt.rl"
 
     def check_result(self, result, run_dir):
-        assert result.metrics["train_entries"] == 2.0 and result.metrics["global_step"] == 1
+        assert result.metrics["train_entries"] == 1.0 and result.metrics["global_step"] == 1
         assert result.checkpoints and result.checkpoints[-1].exists()
         steps = [json.loads(line) for line in (run_dir / "metrics.jsonl").read_text().splitlines()]
         played = [s for s in steps if "episode/turns" in s]

@@ -93,6 +93,12 @@ def load_config(
         data = read_yaml(preset_path(presets, preset))
     if config_file is not None:
         data = merge(data, read_yaml(Path(config_file)))
+    return from_dict(cls, apply_overrides(data, overrides))
+
+
+def apply_overrides(data: Mapping[str, Any], overrides: Sequence[str]) -> dict[str, Any]:
+    """``data`` with dotted ``key=value`` overrides merged in (values read as YAML)."""
+    out = dict(data)
     for item in overrides:
         key, sep, value = item.partition("=")
         if not sep or not key.strip():
@@ -100,8 +106,8 @@ def load_config(
                 f"override '{item}' is not key=value (e.g. trainer.learning_rate=1e-6)"
             )
         parsed = parse_yaml(value, f"override '{item}': the value") if value else ""
-        data = merge(data, _nest(key.strip().split("."), parsed))
-    return from_dict(cls, data)
+        out = merge(out, _nest(key.strip().split("."), parsed))
+    return out
 
 
 def preset_path(presets: str | None, preset: str) -> Path:
@@ -139,7 +145,11 @@ def list_presets(presets: str | None) -> dict[str, Path]:
     return dict(sorted(found.items()))
 
 
-class _UniqueKeyLoader(yaml.SafeLoader):
+_SafeLoader: Any = getattr(yaml, "CSafeLoader", yaml.SafeLoader)  # libyaml when there
+_SafeDumper: Any = getattr(yaml, "CSafeDumper", yaml.SafeDumper)
+
+
+class _UniqueKeyLoader(_SafeLoader):
     """PyYAML's safe loader, refusing a key repeated in one mapping (YAML 1.2 forbids it)."""
 
     def construct_mapping(self, node: yaml.MappingNode, deep: bool = False) -> dict[Any, Any]:
@@ -359,7 +369,7 @@ def to_dict(cfg: Any) -> dict[str, Any]:
 
 
 def to_yaml(cfg: Any) -> str:
-    return yaml.safe_dump(to_dict(cfg), sort_keys=False)
+    return yaml.dump(to_dict(cfg), Dumper=_SafeDumper, sort_keys=False)
 
 
 @dataclasses.dataclass(frozen=True)

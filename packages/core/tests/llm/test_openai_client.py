@@ -189,6 +189,15 @@ def test_bad_base_url_is_rejected():
         OpenAIClient(base_url="127.0.0.1:8000/v1", model="m")
 
 
+def test_high_concurrency_over_small_pools_keeps_every_request_in_flight(make_openai):
+    # httpcore's per-request cost grows with its pool: 20 in flight use three pools of <= 8
+    with ScriptedLLMServer("ok", latency_s=0.2) as server:
+        client = make_openai(server, concurrency=20)
+        outs = run(client.chat_many([USER] * 40))
+        assert [o.text for o in outs] == ["ok"] * 40
+        assert server.max_in_flight == 20
+
+
 def test_concurrency_limit_is_respected(make_openai):
     with ScriptedLLMServer(latency_s=0.05) as server:  # on a socket: real connections
         client = make_openai(server, concurrency=4)

@@ -15,7 +15,7 @@ pytest.importorskip(
 
 from aworld_rl_core.tooluse.bfcl import (
     MULTI_TURN_CATEGORIES,
-    SINGLE_TURN_CATEGORIES,
+    PYTHON_AST_CATEGORIES,
     load_category,
 )
 from aworld_rl_core.tooluse.bfcl.reference import BfclReference
@@ -32,7 +32,7 @@ def all_multi_turn():
 
 
 def all_single_turn():
-    return [e for c in SINGLE_TURN_CATEGORIES for e in entries(c)]
+    return [e for c in PYTHON_AST_CATEGORIES for e in entries(c)]
 
 
 @functools.cache

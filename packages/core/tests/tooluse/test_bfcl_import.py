@@ -39,6 +39,9 @@ verdict = bfcl.judge_multi_turn(entry, entry.ground_truth)
 single = bfcl.load_category("simple")[0]
 text = "[" + ", ".join(c.to_python() for c in bfcl.ground_truth_calls(single)) + "]"
 ok = verdict.valid and bfcl.judge_single_turn(single, text).valid
+for category in bfcl.JAVA_JS_CATEGORIES:  # BFCL's tree-sitter decoders and converters
+    other = bfcl.load_category(category)[1]
+    ok = ok and bfcl.judge_single_turn(other, bfcl.ground_truth_text(other)).valid
 print(json.dumps({"ok": ok, "version": bfcl.version(), "modules": sorted(sys.modules)}))
 """
 

@@ -11,6 +11,7 @@ from aworld_rl_core.tooluse.bfcl import (
     entry_from_raw,
     function_docs,
     ground_truth_calls,
+    language_of,
     load_category,
     version,
 )
@@ -18,6 +19,8 @@ from aworld_rl_core.tooluse.bfcl.loader import file_prefix
 
 COUNTS = {
     "simple_python": 400,
+    "simple_java": 100,
+    "simple_javascript": 50,
     "multiple": 200,
     "parallel": 200,
     "parallel_multiple": 200,
@@ -47,6 +50,12 @@ def test_category_counts():
 def test_simple_alias_and_first_entry():
     first = load_category("simple", limit=2)
     assert len(first) == 2 and canonical_category("simple") == "simple_python"
+    assert canonical_category("java") == "simple_java"
+    assert [language_of(c) for c in ("simple_java", "simple_javascript", "live_simple")] == [
+        "java",
+        "javascript",
+        "python",
+    ]
     entry = first[0]
     assert (entry.id, entry.category) == ("simple_python_0", "simple_python")
     assert entry.ground_truth == [
@@ -99,6 +108,6 @@ def test_entry_from_raw_matches_the_loader():
 
 
 def test_unknown_category_names_the_choices():
-    with pytest.raises(ValueError, match="unknown BFCL category 'simple_java'") as info:
-        load_category("simple_java")
+    with pytest.raises(ValueError, match="unknown BFCL category 'web_search'") as info:
+        load_category("web_search")
     assert all(name in str(info.value) for name in ALL_CATEGORIES)

@@ -205,14 +205,14 @@ def test_bfcl_ground_truth_call_strings_take_the_scanner():
     from aworld_rl_core.tooluse import format_python_calls
     from aworld_rl_core.tooluse.bfcl import (
         MULTI_TURN_CATEGORIES,
-        SINGLE_TURN_CATEGORIES,
+        PYTHON_AST_CATEGORIES,
         ground_truth_calls,
         load_category,
     )
 
     texts = [
         format_python_calls(ground_truth_calls(e))
-        for c in SINGLE_TURN_CATEGORIES
+        for c in PYTHON_AST_CATEGORIES
         for e in load_category(c)
     ]
     texts += [

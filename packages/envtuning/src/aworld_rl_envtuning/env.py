@@ -18,7 +18,12 @@ from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
 from aworld_rl_core.environment import Message, Step
-from aworld_rl_core.tooluse import ParsedResponse, format_python_call, get_parser
+from aworld_rl_core.tooluse import (
+    ParsedResponse,
+    format_python_call,
+    format_python_calls,
+    get_parser,
+)
 from aworld_rl_envtuning.augmentation import Augmenter, HintPack, method_owners
 from aworld_rl_envtuning.prompts import (
     AFTER_EXECUTION,
@@ -76,6 +81,7 @@ class EnvTuningEnv:
         self._owners: dict[str, str] = {}
         self.stats = EpisodeStats(expected_turns=len(entry.ground_truth))
         self.calls_per_turn: list[list[list[str]]] = []
+        self.result: list[list[str]] = []
         self.failures: list[dict[str, Any]] = []
         self.tool_calls = 0
         self.tool_errors = 0
@@ -95,6 +101,7 @@ class EnvTuningEnv:
         self._owners = method_owners(self._episode.instances)
         self.stats = EpisodeStats(expected_turns=self._episode.num_turns)
         self.calls_per_turn = [[]]
+        self.result = [[]]
         self.failures = []
         self.tool_calls = self.tool_errors = self._steps_in_turn = 0
         self._warn_next = self._done = False
@@ -115,6 +122,9 @@ class EnvTuningEnv:
             raise RuntimeError(f"episode {self.entry.id} is over; start a new environment")
         parsed = self._parse(model_text)
         self._steps_in_turn += 1
+        # what BFCL's scorer reads for this reply: its calls as a python call list, else the text
+        calls = parsed.calls if parsed.ok else []
+        self.result[-1].append(format_python_calls(calls) if calls else model_text)
         if not parsed.ok:
             self.stats.steps.append(StepKind.FORMAT_ERROR)
             return self._continue_or_advance([_user(_format_feedback(parsed, self.think_tag))])
@@ -186,6 +196,7 @@ class EnvTuningEnv:
             reward = self._reward_increment()
             return Step(observation=[], reward=reward, done=True, info=self.final_info())
         self.calls_per_turn.append([])
+        self.result.append([])
         messages = [dict(m) for m in self._episode.user_messages()]
         if self._warn_next and messages:
             messages[0]["content"] = EMPTY_TURN_WARNING + str(messages[0].get("content", ""))
@@ -222,6 +233,7 @@ class EnvTuningEnv:
             "steps": len(stats.steps),
             "hints_used": list(self.augmenter.used),
             "calls_per_turn": [list(turn) for turn in self.calls_per_turn],
+            "result": [list(turn) for turn in self.result],
             "failures": list(self.failures),
         }
 

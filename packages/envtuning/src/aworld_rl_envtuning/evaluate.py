@@ -1,33 +1,46 @@
-"""BFCL multi-turn evaluation of an agent in EnvTuning's protocol, through core's LLM clients.
+"""BFCL multi-turn evaluation of an agent through core's LLM clients, in one of two protocols.
 
-Each entry is played as an :class:`EnvTuningEnv` episode by core's episode engine
-(``aworld_rl_core.engine.play``; augmentation off, BFCL's 20 steps per turn by default); the
-calls the model made per turn are then judged by core's BFCL multi-turn judge (BFCL's verdict).
-Accuracy per category is the share of valid entries; the overall figure is the mean over
-categories, as BFCL reports it.
+``bfcl`` (the default) is the leaderboard's: core's :class:`BfclEnv` plays each entry as
+bfcl-eval's prompting handlers do (BFCL's system prompt, python call lists, tool messages, calls
+in abstain turns executed, the entry force-quit past 20 call replies in a turn) and the verdict
+is BFCL's eval runner's (no irrelevance check). ``envtuning`` is the paper's: EnvTuning's prompts
+and ``<think>`` / ``<tool_call>`` / ``<answer>`` format in :class:`EnvTuningEnv` (augmentation
+off), a call in an abstain turn blocked and failing the entry, a turn moved on after
+``max_steps_per_turn`` replies, and the stricter verdict. Accuracy per category is the share of
+valid entries; the overall figure is the mean over categories, as BFCL reports it. Episodes run
+in core's episode engine (``aworld_rl_core.engine.play``). Each outcome carries the BFCL result
+row (``result`` per turn and reply, token counts, latencies) that
+:func:`result_rows` hands to core's result-file writer.
 """
 
 from __future__ import annotations
 
 import asyncio
-import json
+import time
 from collections import defaultdict
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Literal
 
 from aworld_rl_core.engine import play
 from aworld_rl_core.llm.errors import LLMError
-from aworld_rl_envtuning.env import EnvTuningEnv
 
 if TYPE_CHECKING:
     from aworld_rl_core.tooluse.bfcl import BfclEntry
 
+Protocol = Literal["bfcl", "envtuning"]
+PROTOCOLS: dict[str, str] = {
+    "bfcl": "BFCL's prompting protocol (the leaderboard's: BFCL prompts, python call lists, "
+    "calls in abstain turns executed, an entry fails past 20 call replies in a turn)",
+    "envtuning": "EnvTuning's protocol (its prompts, <think>/<tool_call>/<answer>, calls in "
+    "abstain turns blocked and failing, a turn moved on after its step cap)",
+}
+
 
 @dataclass
 class EpisodeOutcome:
-    """One evaluated entry."""
+    """One evaluated entry; ``usage`` is (input tokens, output tokens, seconds) per reply."""
 
     entry_id: str
     category: str
@@ -36,19 +49,26 @@ class EpisodeOutcome:
     error_type: str
     info: dict[str, Any] = field(repr=False)
     messages: list[dict[str, Any]] = field(repr=False, default_factory=list)
+    usage: list[tuple[int, int, float]] = field(repr=False, default_factory=list)
 
 
 class GroundTruthAgent:
     """An agent that writes each entry's ground truth in the protocol (a pipeline check: every
     entry must score 100%). ``for_entry`` gives the per-episode script."""
 
-    def __init__(self, think_tag: str = "think") -> None:
+    def __init__(self, think_tag: str = "think", *, protocol: Protocol = "bfcl") -> None:
         self.think_tag = think_tag
+        self.protocol = protocol
 
     def for_entry(self, entry: BfclEntry) -> _Script:
-        from aworld_rl_envtuning.replay import ground_truth_responses
+        if self.protocol == "bfcl":
+            from aworld_rl_core.tooluse.bfcl import ground_truth_replies
 
-        turns = ground_truth_responses(entry, think_tag=self.think_tag)
+            turns = ground_truth_replies(entry)
+        else:
+            from aworld_rl_envtuning.replay import ground_truth_responses
+
+            turns = ground_truth_responses(entry, think_tag=self.think_tag)
         return _Script([text for turn in turns for text in turn])
 
 
@@ -62,11 +82,46 @@ class _Script:
         return Completion(text=next(self.texts, ""), model="ground-truth")
 
 
-def judge(entry: BfclEntry, info: Mapping[str, Any]) -> tuple[bool, str]:
-    """BFCL's multi-turn verdict on the calls the episode made (core's judge)."""
+class _Metered:
+    """A client that records (input tokens, output tokens, seconds) of each reply."""
+
+    def __init__(self, client: Any) -> None:
+        self.client = client
+        self.usage: list[tuple[int, int, float]] = []
+
+    async def chat(self, messages: Any, **sampling: Any) -> Any:
+        start = time.perf_counter()
+        completion = await self.client.chat(messages, **sampling)
+        usage = getattr(completion, "usage", None) or {}
+        seconds = time.perf_counter() - start
+        self.usage.append(
+            (int(usage.get("prompt_tokens", 0)), int(usage.get("completion_tokens", 0)), seconds)
+        )
+        return completion
+
+
+def make_env(entry: BfclEntry, protocol: Protocol, options: Mapping[str, Any]) -> Any:
+    """The episode environment of ``protocol``: core's BfclEnv (``max_steps_per_turn`` is its
+    force-quit limit) or EnvTuningEnv with ``options`` (augmentation always off)."""
+    if protocol == "bfcl":
+        from aworld_rl_core.tooluse.bfcl import BfclEnv
+
+        return BfclEnv(entry, max_steps=int(options.get("max_steps_per_turn", 20)))
+    if protocol == "envtuning":
+        from aworld_rl_envtuning.env import EnvTuningEnv
+
+        return EnvTuningEnv(entry, **{**dict(options), "augmentation": False})
+    raise ValueError(f"unknown protocol {protocol!r}; use one of {', '.join(PROTOCOLS)}")
+
+
+def judge(entry: BfclEntry, info: Mapping[str, Any], protocol: Protocol) -> tuple[bool, str]:
+    """The multi-turn verdict on the calls the episode made (core's judge): BFCL's eval runner
+    under ``bfcl``, with the irrelevance check (no call in abstain turns) under ``envtuning``."""
     from aworld_rl_core.tooluse.bfcl import judge_multi_turn
 
-    verdict = judge_multi_turn(entry, info["calls_per_turn"])
+    verdict = judge_multi_turn(
+        entry, info["calls_per_turn"], irrelevance_check=protocol == "envtuning"
+    )
     return verdict.valid, verdict.error_type
 
 
@@ -74,28 +129,36 @@ async def evaluate_async(
     client: Any,
     entries: Sequence[BfclEntry],
     *,
+    protocol: Protocol = "bfcl",
     env_options: Mapping[str, Any] | None = None,
     sampling: Mapping[str, Any] | None = None,
     concurrency: int = 8,
     on_done: Any = None,
 ) -> list[EpisodeOutcome]:
-    """Evaluate ``entries`` with up to ``concurrency`` episodes in flight."""
-    options = {"augmentation": False, "max_steps_per_turn": 20, **dict(env_options or {})}
+    """Evaluate ``entries`` in ``protocol`` with up to ``concurrency`` episodes in flight."""
+    options = {"max_steps_per_turn": 20, **dict(env_options or {})}
     gate = asyncio.Semaphore(max(1, concurrency))
 
     async def one(entry: BfclEntry) -> EpisodeOutcome:
-        agent = client.for_entry(entry) if hasattr(client, "for_entry") else client
-        env = EnvTuningEnv(entry, **options)
+        agent = _Metered(client.for_entry(entry) if hasattr(client, "for_entry") else client)
+        env = make_env(entry, protocol, options)
         try:
             async with gate:
                 episode = await play(agent, env, sampling=sampling)
             info, messages = episode.info, episode.messages
-            valid, error_type = judge(entry, info)
+            valid, error_type = judge(entry, info, protocol)
         except LLMError as exc:  # the entry fails, as a model that gave no answer does in BFCL
             info, messages = env.final_info(), []
             valid, error_type = False, f"llm_error: {type(exc).__name__}: {exc}"[:300]
         outcome = EpisodeOutcome(
-            entry.id, entry.category, valid, float(info["progress"]), error_type, info, messages
+            entry.id,
+            entry.category,
+            valid,
+            float(info["progress"]),
+            error_type,
+            info,
+            messages,
+            agent.usage,
         )
         if on_done is not None:
             on_done(outcome)
@@ -126,28 +189,19 @@ def summarize(outcomes: Sequence[EpisodeOutcome]) -> dict[str, float]:
     return metrics
 
 
-def write_bfcl_results(
-    outcomes: Sequence[EpisodeOutcome], directory: Path, model_label: str
-) -> list[Path]:
-    """BFCL-format result files: ``<dir>/<model>/multi_turn/<prefix>_<category>_result.json``,
-    one ``{"id", "result"}`` line per entry, ``result`` = turn -> step -> call strings."""
-    from aworld_rl_core.tooluse.bfcl.loader import file_prefix
-
-    prefix = file_prefix()
-    folder = Path(directory) / model_label.replace("/", "_") / "multi_turn"
-    folder.mkdir(parents=True, exist_ok=True)
-    by_category: dict[str, list[EpisodeOutcome]] = defaultdict(list)
-    for outcome in outcomes:
-        by_category[outcome.category].append(outcome)
-    paths = []
-    for category, items in sorted(by_category.items()):
-        path = folder / f"{prefix}_{category}_result.json"
-        with path.open("w", encoding="utf-8") as handle:
-            for o in sorted(items, key=lambda o: int(o.entry_id.rsplit("_", 1)[-1])):
-                record = {"id": o.entry_id, "result": o.info["calls_per_turn"]}
-                handle.write(json.dumps(record, ensure_ascii=False) + "\n")
-        paths.append(path)
-    return paths
+def result_rows(outcomes: Sequence[EpisodeOutcome]) -> list[dict[str, Any]]:
+    """BFCL result rows: ``id``, ``result`` (per turn, per reply, the text BFCL's scorer decodes)
+    and BFCL's per-reply metadata fields, shaped like ``result``."""
+    rows = []
+    for o in outcomes:
+        result = o.info.get("result", [])
+        row: dict[str, Any] = {"id": o.entry_id, "result": result}
+        usage = iter(o.usage)
+        shaped = [[next(usage, (0, 0, 0.0)) for _ in turn] for turn in result]
+        for index, key in enumerate(("input_token_count", "output_token_count", "latency")):
+            row[key] = [[reply[index] for reply in turn] for turn in shaped]
+        rows.append(row)
+    return rows
 
 
 def accuracy_table(metrics: Mapping[str, float]) -> str:

@@ -1,28 +1,31 @@
-"""BFCL single-turn scoring as FunReason reports it.
+"""BFCL single-turn scores: BFCL's leaderboard aggregates beside FunReason's overall.
 
-Model text loses everything through ``</think>``; the rest is decoded as BFCL's python call
-list and judged by core's AST judge. Scores aggregate the way BFCL's leaderboard does:
-non-live = unweighted mean of simple (itself the unweighted mean of the simple_* languages),
-multiple, parallel and parallel_multiple; live = mean over the four live AST categories weighted
-by count; FunReason's overall = (non-live + live) / 2.
+BFCL's (core's ``leaderboard``): non-live = unweighted mean of simple (itself the unweighted mean
+of python, Java and JavaScript), multiple, parallel and parallel_multiple; live = the four live
+AST categories weighted by count; irrelevance = mean of irrelevance and live_irrelevance; BFCL's
+overall weights non-live, live and irrelevance 10 each (over the groups that were run; the
+leaderboard adds multi-turn 30 and agentic 40). FunReason's overall = (non-live + live) / 2.
+FunReason's protocol strips everything through ``</think>`` before judging.
 """
 
 from __future__ import annotations
 
-import json
-from collections.abc import Iterable, Mapping
+from collections.abc import Mapping
 from dataclasses import dataclass
-from pathlib import Path
-from typing import Literal
 
+from aworld_rl_core.tooluse.bfcl.leaderboard import Missing
+from aworld_rl_core.tooluse.bfcl.leaderboard import aggregate as bfcl_aggregate
 from aworld_rl_funreason.data import split_response
 
-SIMPLE = ("simple_python", "simple_java", "simple_javascript")
-NON_LIVE = ("multiple", "parallel", "parallel_multiple")
-LIVE = ("live_simple", "live_multiple", "live_parallel", "live_parallel_multiple")
-RESULT_PREFIX = "BFCL_v4"
-
-Missing = Literal["skip", "zero"]
+AGGREGATES = {
+    "simple": "BFCL simple (mean of python, Java, JavaScript)",
+    "non_live": "BFCL non-live AST (mean of simple, multiple, parallel, parallel_multiple)",
+    "live": "BFCL live AST (weighted by count)",
+    "irrelevance": "BFCL irrelevance (mean of irrelevance, live_irrelevance)",
+    "relevance": "BFCL relevance (live_relevance)",
+    "overall_bfcl": "BFCL overall (non-live, live, irrelevance weighted 10 each, as run)",
+    "overall_funreason": "FunReason overall ((non-live + live) / 2)",
+}
 
 
 def strip_reasoning(text: str) -> str:
@@ -44,63 +47,23 @@ class CategoryScore:
         return self.correct / self.total if self.total else 0.0
 
 
-def _unweighted(parts: list[float | None], missing: Missing) -> float | None:
-    values = [0.0 if p is None and missing == "zero" else p for p in parts]
-    present = [v for v in values if v is not None]
-    return sum(present) / len(present) if present else None
-
-
 def aggregate(
     scores: Mapping[str, CategoryScore], *, missing: Missing = "skip"
 ) -> dict[str, float | None]:
-    """Leaderboard aggregates from per-category scores (accuracies in [0, 1]).
+    """The aggregates of :data:`AGGREGATES` (accuracies in [0, 1]; None: nothing to average).
 
-    ``missing="zero"`` counts a category that was not evaluated as 0, as BFCL's leaderboard does;
-    ``"skip"`` averages over the evaluated categories only (our judge covers the python
-    categories; Java/JS need ``bfcl evaluate`` on the written result files). None: nothing to
-    average.
+    ``missing="zero"`` counts a category that was not run as 0, as BFCL's leaderboard does;
+    ``"skip"`` averages over the categories that were run.
     """
-
-    def acc(cat: str) -> float | None:
-        return scores[cat].accuracy if cat in scores and scores[cat].total else None
-
-    simple = _unweighted([acc(c) for c in SIMPLE], missing)
-    non_live = _unweighted([simple, *(acc(c) for c in NON_LIVE)], missing)
-    live_scores = [scores[c] for c in LIVE if c in scores and scores[c].total]
-    total = sum(s.total for s in live_scores)
-    live = sum(s.correct for s in live_scores) / total if total else None
-    if live is None and missing == "zero":
-        live = 0.0
-    parts = [p for p in (non_live, live) if p is not None]
-    overall = sum(parts) / len(parts) if parts else None
-    return {"simple": simple, "non_live": non_live, "live": live, "overall": overall}
-
-
-def group_of(category: str) -> str:
-    """BFCL's result sub-directory of a single-turn category."""
-    if category.startswith("live_"):
-        return "live"
-    if category.startswith("multi_turn"):
-        return "multi_turn"
-    return "non_live"
-
-
-def write_bfcl_results(
-    root: Path, model_name: str, category: str, rows: Iterable[tuple[str, str]]
-) -> Path:
-    """Write ``result/<model>/<group>/BFCL_v4_<category>_result.json`` (JSONL ``{id, result}``)
-    so ``bfcl evaluate --model <model>`` can score the same outputs."""
-    folder = root / "result" / model_name.replace("/", "_") / group_of(category)
-    folder.mkdir(parents=True, exist_ok=True)
-    path = folder / f"{RESULT_PREFIX}_{category}_result.json"
-    with path.open("w", encoding="utf-8") as fh:
-        for entry_id, result in rows:
-            fh.write(json.dumps({"id": entry_id, "result": result}, ensure_ascii=False) + "\n")
-    return path
+    bfcl = bfcl_aggregate({c: (s.correct, s.total) for c, s in scores.items()}, missing=missing)
+    parts = [v for k in ("non_live", "live") if (v := bfcl[k]) is not None]
+    funreason = sum(parts) / len(parts) if parts else None
+    out = {k: bfcl[k] for k in ("simple", "non_live", "live", "irrelevance", "relevance")}
+    return {**out, "overall_bfcl": bfcl["overall"], "overall_funreason": funreason}
 
 
 def format_table(scores: Mapping[str, CategoryScore], agg: Mapping[str, float | None]) -> str:
-    """A markdown table: per-category accuracy then the aggregates (percent)."""
+    """A markdown table: per-category accuracy then the labelled aggregates (percent)."""
 
     def pct(x: float | None) -> str:
         return "n/a" if x is None else f"{100 * x:.2f}"
@@ -109,5 +72,5 @@ def format_table(scores: Mapping[str, CategoryScore], agg: Mapping[str, float | 
     for cat, s in scores.items():
         lines.append(f"| {cat} | {s.correct:g} | {s.total} | {pct(s.accuracy)} |")
     lines += ["", "| aggregate | accuracy |", "|---|---|"]
-    lines += [f"| {k} | {pct(v)} |" for k, v in agg.items()]
+    lines += [f"| {AGGREGATES[k]} | {pct(v)} |" for k, v in agg.items()]
     return "\n".join(lines)

@@ -37,6 +37,19 @@ def json_lines(file: Path) -> list[dict[str, Any]]:
 
 
 def _rows(path: str) -> list[dict[str, Any]]:
+    """The file's rows; the pipeline's own file (``synthesis.jsonl``) gives its kept
+    trajectories."""
+    rows = []
+    for row in _file_rows(path):
+        if _kind(row) == "pipeline":
+            if row["passed"]:
+                rows.append(row["item"]["trajectory"])
+        else:
+            rows.append(row)
+    return rows
+
+
+def _file_rows(path: str) -> list[dict[str, Any]]:
     file = resolve(path)
     if file.is_dir():
         file = file / "trajectories.jsonl"
@@ -49,6 +62,8 @@ def _rows(path: str) -> list[dict[str, Any]]:
 
 
 def _kind(row: dict[str, Any]) -> str:
+    if "status" in row and "item" in row and "trail" in row:
+        return "pipeline"
     if "rounds" in row:
         return "trajectory"
     if "messages" in row:
@@ -90,3 +105,13 @@ def read_entries(path: str) -> list[dict[str, Any]]:
         else:
             out.append(row)
     return out
+
+
+def trajectories_dataset(
+    path: str = DEMO_TRAJECTORIES, *, with_tools: bool = False, drop_error_responses: bool = False
+) -> list[ToolUseRecord]:
+    """``funreason_mt.trajectories``: synthesized trajectories as core records (dataset builder)."""
+    records = read_records(path, with_tools=with_tools)
+    if drop_error_responses:
+        records = [r for r in records if not r.metadata.get("error_tool_response")]
+    return records

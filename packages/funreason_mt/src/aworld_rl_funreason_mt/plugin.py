@@ -22,9 +22,25 @@ def register_recipes(register):
         help="GRPO on synthesized BFCL-shaped entries in core's BFCL environment (binary reward).",
     )
     register(
+        "funreason_mt.synthesize",
+        config=f"{_R}.synthesize:SynthesizeConfig",
+        run=f"{_R}.synthesize:run",
+        presets="aworld_rl_funreason_mt:configs/synthesize",
+        help="Phases I-III: hard multi-turn trajectories with per-stage yields (resumable).",
+    )
+    register(
         "funreason_mt.sft",
         config=f"{_R}.sft:SftRecipeConfig",
         run=f"{_R}.sft:run",
         presets="aworld_rl_funreason_mt:configs/sft",
         help="SFT on synthesized trajectories, split per assistant turn (hf-sft or LLaMA-Factory).",
+    )
+
+
+@hookimpl
+def register_datasets(register):
+    register(
+        "funreason_mt.trajectories",
+        "aworld_rl_funreason_mt.data:trajectories_dataset",
+        help="synthesized trajectories (path=trajectories.jsonl or a synthesize run) as records.",
     )

@@ -122,6 +122,23 @@ class Draft:
     attempt: int = 0
     inject_at: int | None = None
     flags: list[dict[str, Any]] = field(default_factory=list)
+    detail: str = ""
+    """Why the record was dropped, in full (the pipeline counts the short reason)."""
+    kept: Trajectory | None = None
+    """The finished trajectory, once it passed the replay gate."""
+
+    def summary(self) -> dict[str, Any]:
+        """What a finished record keeps: the trajectory, or where and why it stopped."""
+        if self.kept is not None:
+            return {"trajectory": self.kept.to_dict()}
+        return {
+            "seed": self.seed,
+            "classes": list(self.trajectory.classes),
+            "round": self.round,
+            "trace": self.trace.to_dict() if self.trace is not None else None,
+            "query": self.query,
+            "detail": self.detail,
+        }
 
     def need_trace(self) -> Trace:
         if self.trace is None:

@@ -3,8 +3,10 @@
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
 import os
+from collections.abc import Iterator
 from typing import Any
 
 from aworld_rl_core.llm.base import BaseLLMClient
@@ -20,6 +22,10 @@ from aworld_rl_core.llm.types import Completion, Message
 
 RETRY_STATUSES = frozenset({408, 409, 425, 429})
 SNIPPET = 300
+POOL_SIZE = 8
+"""Connections per httpx pool. httpcore's pool scans all its connections on every request
+(CPU per request 2.9 ms at 8 connections, 11 ms at 64, in one process with the scripted
+server), so a client with more concurrency spreads its requests over several small pools."""
 JSON_HEADERS = {"Content-Type": "application/json"}
 
 
@@ -101,22 +107,25 @@ class OpenAIClient(BaseLLMClient):
         if key:
             self._headers["Authorization"] = f"Bearer {key}"
 
-    def _http(self) -> Any:
+    def _pools(self) -> _Pools:
         state = self._loop_state()
-        client = state.get("http")
-        if client is None:
+        pools = state.get("http")
+        if pools is None:
             import httpx
 
-            client = httpx.AsyncClient(
-                timeout=httpx.Timeout(self.timeout_s, connect=min(self.timeout_s, 30.0)),
-                limits=httpx.Limits(
-                    max_connections=self.concurrency, max_keepalive_connections=self.concurrency
-                ),
-                headers=self._headers,
-                transport=self.transport,
-            )
-            state["http"] = client
-        return client
+            # a given transport pools its own connections: one client over it
+            size = self.concurrency if self.transport else min(self.concurrency, POOL_SIZE)
+            options = {
+                "timeout": httpx.Timeout(self.timeout_s, connect=min(self.timeout_s, 30.0)),
+                "limits": httpx.Limits(max_connections=size, max_keepalive_connections=size),
+                "headers": self._headers,
+                "transport": self.transport,
+                "verify": httpx.create_ssl_context(),  # one TLS context (70 ms each) for all
+            }
+            count = -(-self.concurrency // size)
+            pools = _Pools([httpx.AsyncClient(**options) for _ in range(count)])
+            state["http"] = pools
+        return pools
 
     async def aclose(self) -> None:
         state = self._states.get(asyncio.get_running_loop())
@@ -138,9 +147,11 @@ class OpenAIClient(BaseLLMClient):
                 "OpenAIClient returns one completion per call: drop n and send n requests "
                 "(with distinct seeds) through chat_many"
             )
-        http = self._http()
         payload = _json_bytes(body)
-        return await retry_async(lambda: self._attempt(http, payload), self.retry, sleep=self.sleep)
+        with self._pools().lease() as http:
+            return await retry_async(
+                lambda: self._attempt(http, payload), self.retry, sleep=self.sleep
+            )
 
     async def _attempt(self, http: Any, payload: bytes) -> Completion:
         import httpx
@@ -244,3 +255,25 @@ class OpenAIClient(BaseLLMClient):
             reasoning=reasoning if isinstance(reasoning, str) else None,
             usage={k: v for k, v in usage.items() if isinstance(v, int)},
         )
+
+
+class _Pools:
+    """Small httpx clients (see :data:`POOL_SIZE`); each request leases the least busy one, so
+    none holds more requests than connections while the client's concurrency limit holds."""
+
+    def __init__(self, clients: list[Any]) -> None:
+        self.clients = clients
+        self.busy = [0] * len(clients)
+
+    @contextlib.contextmanager
+    def lease(self) -> Iterator[Any]:
+        index = min(range(len(self.busy)), key=self.busy.__getitem__)
+        self.busy[index] += 1
+        try:
+            yield self.clients[index]
+        finally:
+            self.busy[index] -= 1
+
+    async def aclose(self) -> None:
+        for client in self.clients:
+            await client.aclose()

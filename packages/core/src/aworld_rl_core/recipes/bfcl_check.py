@@ -32,7 +32,7 @@ class DataConfig:
     """Which BFCL entries to replay."""
 
     categories: tuple[str, ...] = option(
-        DEFAULT_CATEGORIES, help="BFCL categories (python single-turn, irrelevance, multi-turn)"
+        DEFAULT_CATEGORIES, help="BFCL categories (single-turn AST, irrelevance, multi-turn)"
     )
     limit: int | None = option(None, help="first N entries per category (null: all)", ge=1)
 
@@ -64,16 +64,9 @@ class BfclCheckConfig:
 
 def _replayed_output(entry: Any) -> Any:
     """What a perfect model answers: ground-truth calls, or nothing where it should abstain."""
-    from aworld_rl_core.tooluse.bfcl import ground_truth_calls
-    from aworld_rl_core.tooluse.calls import Call, format_python_calls
+    from aworld_rl_core.tooluse.bfcl import ground_truth_text
 
-    if entry.is_multi_turn:
-        return entry.ground_truth
-    if entry.category == "live_relevance":
-        return format_python_calls([Call(entry.functions[0]["name"])])
-    if entry.ground_truth is None:
-        return ""
-    return format_python_calls(ground_truth_calls(entry))
+    return entry.ground_truth if entry.is_multi_turn else ground_truth_text(entry)
 
 
 def _judge(entry: Any, output: Any, cfg: JudgeConfig) -> Any:

@@ -26,9 +26,13 @@ from aworld_rl_core import registry
 from aworld_rl_core.backends.base import TrainJob
 from aworld_rl_core.config import (
     ConfigError,
+    apply_overrides,
     describe,
+    from_dict,
     list_presets,
     load_config,
+    preset_path,
+    read_yaml,
     to_dict,
     to_yaml,
 )
@@ -89,7 +93,7 @@ def _leaves(cls: type, prefix: str = "") -> dict[str, Any]:
 
 
 def _leaf_values(cfg: Any, keys: Sequence[str]) -> dict[str, Any]:
-    data = yaml.safe_load(to_yaml(cfg))
+    data = to_dict(cfg)
     out = {}
     for key in keys:
         value = data
@@ -149,7 +153,8 @@ def override_problems(
     entry = registry.get_recipe(recipe)
     cls = entry.config_cls()
     leaves = _leaves(cls)
-    base = load_config(cls, preset=preset, presets=entry.presets)
+    preset_data = read_yaml(preset_path(entry.presets, preset)) if preset else {}
+    base = from_dict(cls, preset_data)
     before = _leaf_values(base, list(leaves))
     problems = []
     for key, tp in leaves.items():
@@ -159,7 +164,7 @@ def override_problems(
         for candidate in candidates + _other_values(tp, before[key]):
             override = f"{key}={_yaml_value(candidate)}"
             try:
-                cfg = load_config(cls, preset=preset, presets=entry.presets, overrides=[override])
+                cfg = from_dict(cls, apply_overrides(preset_data, [override]))  # as load_config
             except ConfigError as exc:
                 tried.append(f"{override}: {exc}")
                 continue

@@ -84,6 +84,7 @@ def mine_failures(cfg: AugmentConfig, run: Run) -> list[dict[str, Any]]:
     outcomes = evaluate(
         make_client(agent),
         entries,
+        protocol="envtuning",  # the hints are for EnvTuning's environment
         env_options=options,
         concurrency=cfg.concurrency,
         on_done=lambda _: next(bar, None),

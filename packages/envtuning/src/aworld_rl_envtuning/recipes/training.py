@@ -85,6 +85,7 @@ def validate_model(
     outcomes = evaluate(
         make_client(llm),
         [get_entry(i) for i in entry_ids],
+        protocol="envtuning",
         env_options=options,
         concurrency=cfg.concurrency,
     )

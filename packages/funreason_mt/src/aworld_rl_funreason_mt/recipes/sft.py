@@ -1,5 +1,10 @@
 """``funreason_mt.sft``: SFT on the synthesized trajectories, split per assistant turn.
 
+The paper trains with FunReason's loss (SRML: ``alpha * L_think + (1 - alpha) * L_result``):
+``trainer.loss=funreason.srml`` is resolved through the registry when ``aworld-rl-funreason`` is
+installed (this package never imports it); otherwise ``loss_fallback`` decides: plain
+cross-entropy (the default, said in the report) or an error naming the package to install.
+
 The paper trains each trajectory split at every assistant response, with loss only on that
 response (MT-v2 5.1): ``trainer.sft.per_turn`` (core's backends split the records). The records
 are core records: the FunReason-MT system prompt with the tools, the rounds' messages with the
@@ -9,7 +14,8 @@ the paper's prompt-based format).
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
+from typing import Literal
 
 from aworld_rl_core.backends.config import ModelConfig, SFTConfig, TrainerConfig
 from aworld_rl_core.config import option
@@ -19,6 +25,8 @@ from aworld_rl_core.tracking import TrackingConfig
 from aworld_rl_funreason_mt.data import read_records
 from aworld_rl_funreason_mt.recipes.common import TrajectoryData
 from aworld_rl_funreason_mt.round_env import ToolDocs, system_prompt
+
+SRML = "funreason.srml"
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -34,9 +42,12 @@ class SftDataConfig(TrajectoryData):
 
 
 def paper_trainer() -> TrainerConfig:
-    """LLaMA-Factory SFT, per assistant turn (the paper gives no hyperparameters)."""
+    """LLaMA-Factory SFT with FunReason's loss, per assistant turn (the paper gives no
+    hyperparameters)."""
     return TrainerConfig(
         backend="llamafactory",
+        loss=SRML,
+        loss_options={"alpha": 0.7},
         learning_rate=1e-5,
         batch_size=64,
         micro_batch_size=1,
@@ -55,6 +66,11 @@ class SftRecipeConfig:
         help="base model (paper: Qwen3-4B-Instruct-2507)",
     )
     trainer: TrainerConfig = option(factory=paper_trainer, help="backend and optimisation")
+    loss_fallback: Literal["cross_entropy", "error"] = option(
+        "cross_entropy",
+        help="when trainer.loss is not installed (funreason.srml without aworld-rl-funreason): "
+        "train with plain cross-entropy, or stop with the package to install",
+    )
     tracking: TrackingConfig = option(factory=TrackingConfig, help="experiment trackers")
 
 
@@ -84,6 +100,40 @@ def training_rows(cfg: SftDataConfig) -> list[dict]:
     return rows
 
 
+def loss_installed(name: str) -> bool:
+    """Whether ``name`` is a registered loss (or an importable ``module:attr``)."""
+    from aworld_rl_core.errors import PluginError
+    from aworld_rl_core.registry import get_loss
+
+    if ":" in name:
+        return True
+    try:
+        get_loss(name)
+    except PluginError:
+        return False
+    return True
+
+
+def chosen_trainer(cfg: SftRecipeConfig, run: Run) -> TrainerConfig:
+    """The trainer with its loss, or without it (plain cross-entropy) per ``loss_fallback``."""
+    from aworld_rl_core.errors import ConfigError
+
+    loss = cfg.trainer.loss
+    if not loss or loss_installed(loss):
+        run.add_section("Loss", f"`{loss}`\n" if loss else "the backend's cross-entropy\n")
+        return cfg.trainer
+    package = loss.split(".", 1)[0]
+    hint = f"pip install aworld-rl-{package.replace('_', '-')}"
+    if cfg.loss_fallback == "error":
+        raise ConfigError(
+            f"trainer.loss={loss} is not installed: {hint} (or loss_fallback=cross_entropy)"
+        )
+    run.add_section(
+        "Loss", f"`{loss}` is not installed ({hint}): trained with plain cross-entropy.\n"
+    )
+    return replace(cfg.trainer, loss=None, loss_options={})
+
+
 def run(cfg: SftRecipeConfig, run: Run) -> RunResult:
     """Train on the trajectories with ``trainer.backend``."""
     from aworld_rl_core.backends.base import TrainJob
@@ -92,9 +142,14 @@ def run(cfg: SftRecipeConfig, run: Run) -> RunResult:
     rows = training_rows(cfg.data)
     if not rows:
         raise ValueError(f"no training trajectories in {cfg.data.path}")
-    job = TrainJob(model=cfg.model, trainer=cfg.trainer, run=run, train_rows=rows)
-    result = get_trainer(cfg.trainer.backend)().train(job)
-    metrics = {**result.metrics, "trajectories": float(len(rows))}
+    trainer = chosen_trainer(cfg, run)
+    job = TrainJob(model=cfg.model, trainer=trainer, run=run, train_rows=rows)
+    result = get_trainer(trainer.backend)().train(job)
+    metrics = {
+        **result.metrics,
+        "trajectories": float(len(rows)),
+        "srml": float(trainer.loss == SRML),
+    }
     return RunResult(
         metrics=metrics, outputs=dict(result.outputs), checkpoints=list(result.checkpoints)
     )

@@ -19,17 +19,22 @@ trajectories; ``tiny-cpu`` asks a tiny random local model (nothing passes: yield
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
-from collections.abc import Iterator
+import json
+from collections.abc import Awaitable, Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any, Literal
 
 from aworld_rl_core.config import option
 from aworld_rl_core.llm.config import LLMConfig
+from aworld_rl_core.runs import Run, RunResult
 from aworld_rl_funreason_mt.contamination import ContaminationIndex
-from aworld_rl_funreason_mt.export import FORMATS
+from aworld_rl_funreason_mt.export import FORMATS, write_exports
 from aworld_rl_funreason_mt.recipes.common import GraphConfig, SpaceConfig
-from aworld_rl_funreason_mt.synthesis import SynthesisConfig
+from aworld_rl_funreason_mt.synthesis import Draft, Drop, Retry, SynthesisConfig, Synthesizer
+from aworld_rl_funreason_mt.trajectory import Trajectory
 
 ROLES = ("tooling", "querying", "reasoning", "critiquing")
 
@@ -96,10 +101,13 @@ class SynthesizeConfig:
     """Phases I-III for ``records`` trajectories, with the exports."""
 
     records: int = option(
-        16, help="trajectories to attempt (each one record of the pipeline)", ge=1
+        16,
+        help="trajectories to attempt (each one record of the pipeline; a --resume may raise it)",
+        ge=1,
+        resumable=True,
     )
     seed: int = option(0, help="base seed (each record's own seed comes from it and its key)")
-    concurrency: int = option(8, help="records in flight", ge=1)
+    concurrency: int = option(8, help="records in flight", ge=1, resumable=True)
     space: SpaceConfig = option(factory=SpaceConfig, help="API classes and initial states")
     graph: GraphConfig = option(factory=GraphConfig, help="the environment-API graph")
     synthesis: SynthesisConfig = option(factory=SynthesisConfig, help="phases I-III")
@@ -183,3 +191,184 @@ def usage_table(trajectories: list[Any]) -> str:
         f"| `{t}` | {n} |" for t, n in tools.most_common()
     ]
     return "\n".join(lines) + "\n"
+
+
+# ---------------------------------------------------------------------------------------------
+# The pipeline: one record per trajectory
+# ---------------------------------------------------------------------------------------------
+
+PIPELINE_FILE = "synthesis.jsonl"
+TRAJECTORIES_FILE = "trajectories.jsonl"
+
+
+def record_stages(synth: Synthesizer, cfg: SynthesizeConfig) -> list[Any]:
+    """The stages of every record: ``draft``, then five per round, then ``replay``."""
+    from aworld_rl_core.pipeline import Failed, Passed, Regenerate, Stage
+
+    async def start(item: Mapping[str, Any], ctx: Any) -> Any:
+        return Passed(synth.draft(str(item["key"])))
+
+    def step(run: Callable[[Draft, Any], Awaitable[None]]) -> Callable[..., Awaitable[Any]]:
+        async def stage(draft: Draft, ctx: Any) -> Any:
+            try:
+                await run(draft, ctx)
+            except Drop as drop:
+                draft.detail = drop.detail
+                return Failed(drop.reason)
+            except Retry as retry:
+                if ctx.last_attempt:
+                    draft.detail = retry.feedback
+                    return Failed(retry.reason)
+                return Regenerate(retry.feedback)
+            return Passed(draft)
+
+        return stage
+
+    async def sample(draft: Draft, ctx: Any) -> None:
+        synth.sample(draft)
+
+    async def tool(draft: Draft, ctx: Any) -> None:
+        await synth.make_tool(draft, ctx.client("tooling"), ctx.feedback or "")
+
+    async def query(draft: Draft, ctx: Any) -> None:
+        await synth.make_query(draft, ctx.client("querying"), ctx.feedback or "")
+
+    async def guard(draft: Draft, ctx: Any) -> None:
+        synth.guard(draft)
+
+    async def reason(draft: Draft, ctx: Any) -> None:
+        await synth.reason(draft, ctx.client("reasoning"), ctx.client("critiquing"))
+
+    async def finish(draft: Draft, ctx: Any) -> None:
+        draft.kept = synth.finish(draft)
+
+    stages = [Stage("draft", start)]
+    for r in range(1, cfg.synthesis.rounds + 1):
+        stages += [
+            Stage(f"round{r}/sample", step(sample)),
+            Stage(f"round{r}/tool", step(tool), attempts=cfg.stage_attempts),
+            Stage(f"round{r}/query", step(query), attempts=cfg.stage_attempts),
+            Stage(f"round{r}/guard", step(guard)),
+            Stage(f"round{r}/reason", step(reason), attempts=cfg.synthesis.k_max),
+        ]
+    return [*stages, Stage("replay", step(finish))]
+
+
+def serialize(item: Any) -> Any:
+    """A finished record's JSON: the trajectory, or where it stopped (its sessions released)."""
+    if isinstance(item, Draft):
+        item.close()
+        return item.summary()
+    return item
+
+
+def make_clients(configs: Mapping[str, LLMConfig]) -> tuple[dict[str, Any], list[Any]]:
+    """One client per distinct config, shared by the roles that use it; (by role, all)."""
+    from aworld_rl_core.llm import make_client
+
+    built: dict[str, Any] = {}
+    by_role = {}
+    for role, llm in configs.items():
+        ident = repr(llm)
+        if ident not in built:
+            built[ident] = make_client(llm)
+        by_role[role] = built[ident]
+    return by_role, list(built.values())
+
+
+async def run_pipeline(
+    synth: Synthesizer,
+    cfg: SynthesizeConfig,
+    configs: Mapping[str, LLMConfig],
+    items: Iterable[Mapping[str, Any]],
+    path: Path,
+) -> Any:
+    """Every record through its stages into ``path`` (resumable); the pipeline's report."""
+    from aworld_rl_core.pipeline import Pipeline
+
+    clients, owned = make_clients(configs)
+    pipeline = Pipeline(
+        record_stages(synth, cfg), clients=clients, key="key", seed=cfg.seed, serialize=serialize
+    )
+    try:
+        return await pipeline.run(items, path, concurrency=cfg.concurrency)
+    finally:
+        for client in owned:
+            await client.aclose()
+
+
+def yields_by_kind(stats: Any) -> str:
+    """The per-stage yields summed over rounds (``round2/tool`` counts as ``tool``)."""
+    from aworld_rl_core.pipeline import StageYield
+
+    kinds: dict[str, Any] = {}
+    for name, y in stats.stages.items():
+        kind = name.split("/", 1)[-1]
+        into = kinds.setdefault(kind, StageYield())
+        into.entered += y.entered
+        into.passed_at.update(y.passed_at)
+        into.failed.update(y.failed)
+        into.regenerated += y.regenerated
+        into.calls += y.calls
+        into.tokens += y.tokens
+    summed = type(stats)(stages=kinds)
+    return summed.table()
+
+
+DEMO_NOTE = (
+    "**PIPELINE DEMO.** The four agents were answered by the demo oracle "
+    "(`aworld_rl_funreason_mt.demo`), which reads the answer off the trace: the queries and the "
+    "reasoning are scripted, not model output. The trajectories are real (executed, replayed, "
+    "judged) but are no training data.\n"
+)
+
+
+def run(cfg: SynthesizeConfig, run: Run) -> RunResult:
+    """Build the graph, run the pipeline, write the kept trajectories, the exports, the report."""
+    space = cfg.space.build()
+    graph, llm_errors = cfg.graph.build(space)
+    outputs = {"graph": graph.save(run.dir / "graph.json")}
+    synth = Synthesizer(
+        space,
+        graph,
+        cfg.synthesis,
+        guard=contamination_index(cfg.guard),
+        guard_action=cfg.guard.action,
+        targets=hardgen_targets(cfg.hardgen),
+        seed=cfg.seed,
+    )
+    items = [{"key": f"trajectory-{i:06d}"} for i in range(cfg.records)]
+    with demo_endpoint(cfg.demo) as url:
+        configs = agent_configs(cfg, url)
+        progress = run.progress(items, total=len(items), desc="trajectories")
+        report = asyncio.run(run_pipeline(synth, cfg, configs, progress, run.dir / PIPELINE_FILE))
+    kept = [Trajectory.from_dict(r["item"]["trajectory"]) for r in report.records if r["passed"]]
+    path = run.dir / TRAJECTORIES_FILE
+    path.write_text("".join(json.dumps(t.to_dict()) + "\n" for t in kept), encoding="utf-8")
+    outputs["trajectories"] = path
+    outputs["pipeline"] = run.dir / PIPELINE_FILE
+    outputs.update(write_exports(kept, run.dir / "exports", formats=cfg.exports))
+    stats = report.stats
+    if cfg.demo.enabled:
+        run.add_section("Pipeline demo", DEMO_NOTE)
+    run.add_section("Yields by stage kind (all rounds)", yields_by_kind(stats) + "\n")
+    run.add_section("Yields by stage", stats.table() + "\n")
+    run.add_section("Classes and tools of the kept trajectories", usage_table(kept))
+    flagged = sum(bool(r.flags) for t in kept for r in t.rounds)
+    if cfg.guard.action == "flag":
+        run.add_section("Contamination flags", f"{flagged} kept rounds resemble BFCL's test set.\n")
+    if llm_errors:
+        lines = "\n".join(f"- {c}: {e}" for c, e in llm_errors.items())
+        run.add_section("Graph: LLM replies left out", lines + "\n")
+    metrics = {
+        "attempted": float(stats.records),
+        "kept": float(len(kept)),
+        "yield": len(kept) / stats.records if stats.records else 0.0,
+        "calls_per_kept": stats.to_dict()["calls_per_kept"],
+        "tokens_per_kept": stats.to_dict()["tokens_per_kept"],
+        "error_tool_response": float(sum(t.error_tool_response for t in kept)),
+        "contamination_flags": float(flagged),
+        "skipped_done": float(report.jobs.skipped),
+    }
+    run.log(metrics)
+    return RunResult(metrics=metrics, outputs=outputs)

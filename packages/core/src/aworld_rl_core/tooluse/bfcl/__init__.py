@@ -1,4 +1,5 @@
-"""BFCL adapter: load BFCL categories, run multi-turn episodes safely, judge as BFCL does.
+"""BFCL adapter: load BFCL categories, run multi-turn episodes safely, judge as BFCL does, play
+entries in BFCL's prompting protocol and write result files its own scorer reads.
 
 Works over the installed ``bfcl-eval`` (pinned, installed without its vendor SDKs: run
 ``python -m aworld_rl_core.tooluse.bfcl.install``). Importing this package writes no file and
@@ -28,19 +29,27 @@ _LAZY = {
     "canonical_category": "loader",
     "ALL_CATEGORIES": "loader",
     "SINGLE_TURN_CATEGORIES": "loader",
+    "PYTHON_AST_CATEGORIES": "loader",
+    "JAVA_JS_CATEGORIES": "loader",
+    "language_of": "loader",
     "IRRELEVANCE_CATEGORIES": "loader",
     "RELEVANCE_CATEGORIES": "loader",
     "MULTI_TURN_CATEGORIES": "loader",
     "MultiTurnEpisode": "episode",
+    "BfclEnv": "prompting",
+    "ground_truth_replies": "prompting",
+    "write_results": "results",
     "TurnResult": "episode",
     "Verdict": "verdict",
     "judge_multi_turn": "judges",
     "judge_single_turn": "judges",
     "decode_single_turn": "judges",
     "ground_truth_calls": "ground_truth",
+    "ground_truth_text": "ground_truth",
     "system_prompt": "prompts",
     "with_system_prompt": "prompts",
     "missed_function_message": "prompts",
+    "opening_messages": "prompts",
     "to_json_schema": "schemas",
     "to_openai_tools": "schemas",
 }
@@ -50,10 +59,13 @@ __all__ = [
     "BFCL_EVAL_VERSION",
     "INSTALL_COMMAND",
     "IRRELEVANCE_CATEGORIES",
+    "JAVA_JS_CATEGORIES",
     "MULTI_TURN_CATEGORIES",
+    "PYTHON_AST_CATEGORIES",
     "RELEVANCE_CATEGORIES",
     "SINGLE_TURN_CATEGORIES",
     "BfclEntry",
+    "BfclEnv",
     "BfclNotInstalledError",
     "MultiTurnEpisode",
     "TurnResult",
@@ -64,15 +76,20 @@ __all__ = [
     "entry_from_raw",
     "function_docs",
     "ground_truth_calls",
+    "ground_truth_replies",
+    "ground_truth_text",
     "judge_multi_turn",
     "judge_single_turn",
+    "language_of",
     "load_category",
     "missed_function_message",
+    "opening_messages",
     "system_prompt",
     "to_json_schema",
     "to_openai_tools",
     "version",
     "with_system_prompt",
+    "write_results",
 ]
 
 
@@ -92,7 +109,7 @@ def __dir__() -> list[str]:
 
 if TYPE_CHECKING:
     from aworld_rl_core.tooluse.bfcl.episode import MultiTurnEpisode, TurnResult
-    from aworld_rl_core.tooluse.bfcl.ground_truth import ground_truth_calls
+    from aworld_rl_core.tooluse.bfcl.ground_truth import ground_truth_calls, ground_truth_text
     from aworld_rl_core.tooluse.bfcl.judges import (
         decode_single_turn,
         judge_multi_turn,
@@ -100,19 +117,25 @@ if TYPE_CHECKING:
     )
     from aworld_rl_core.tooluse.bfcl.loader import (
         ALL_CATEGORIES,
+        JAVA_JS_CATEGORIES,
         MULTI_TURN_CATEGORIES,
+        PYTHON_AST_CATEGORIES,
         RELEVANCE_CATEGORIES,
         SINGLE_TURN_CATEGORIES,
         BfclEntry,
         canonical_category,
         entry_from_raw,
         function_docs,
+        language_of,
         load_category,
     )
+    from aworld_rl_core.tooluse.bfcl.prompting import BfclEnv, ground_truth_replies
     from aworld_rl_core.tooluse.bfcl.prompts import (
         missed_function_message,
+        opening_messages,
         system_prompt,
         with_system_prompt,
     )
+    from aworld_rl_core.tooluse.bfcl.results import write_results
     from aworld_rl_core.tooluse.bfcl.schemas import to_json_schema, to_openai_tools
     from aworld_rl_core.tooluse.bfcl.verdict import Verdict

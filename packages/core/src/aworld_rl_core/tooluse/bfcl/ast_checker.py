@@ -1,11 +1,13 @@
-"""BFCL's single-turn AST checker for python categories, re-implemented natively.
+"""BFCL's single-turn AST checker, re-implemented natively.
 
-Same verdicts as ``bfcl_eval.eval_checker.ast_eval.ast_checker`` (2026.3.23) for
-``Language.PYTHON``: function name, required/unknown parameters, types (int accepted for float,
-one level of nested item types), allowed values with BFCL's string normalisation, dict and
-list-of-dict values, order-insensitive greedy matching for parallel categories. Inputs are
-decoded calls ``[{name: {param: value}}]`` and BFCL's possible answers
-``[{name: {param: [allowed values]}}]``. Results are ``(valid, error_type, message)``.
+Same verdicts as ``bfcl_eval.eval_checker.ast_eval.ast_checker`` (2026.3.23): function name,
+required/unknown parameters, types (python: int accepted for float, one level of nested item
+types; Java / JavaScript: every value arrives as text and is converted by BFCL's own converters
+for the parameter's type, see :mod:`java_js`), allowed values with BFCL's string normalisation,
+dict and list-of-dict values, order-insensitive greedy matching for parallel categories. Inputs
+are decoded calls ``[{name: {param: value}}]`` and BFCL's possible answers
+``[{name: {param: [allowed values]}}]``. Results are ``(valid, error_type, message)``. Where
+bfcl-eval raises (a Java type it has no conversion for), the call fails here instead.
 """
 
 from __future__ import annotations
@@ -155,7 +157,44 @@ def _check_literal(param: str, value: Any, allowed: list[Any]) -> Result:
     return False, "value_error:others", f"invalid value for {param!r}: {value!r}"
 
 
-def check_call(doc: dict[str, Any], call: dict[str, Any], answer: dict[str, Any]) -> Result:
+class _Rejected(Exception):
+    """A Java / JavaScript argument fails before its value is checked (carries the Result)."""
+
+    def __init__(self, result: Result) -> None:
+        super().__init__(result[2])
+        self.result = result
+
+
+def _java_js_value(
+    param: str, value: Any, spec: dict[str, Any], language: str
+) -> tuple[Any, type, type | None]:
+    """(converted value, expected type, nested item type) of a Java / JavaScript argument.
+    Raises _Rejected when its type is unknown, its value is not text or BFCL cannot convert it."""
+    from aworld_rl_core.tooluse.bfcl.java_js import NESTED_TYPES, convert, type_table
+
+    table = type_table(language)
+    type_name = spec["type"]
+    if type_name not in table:
+        message = f"{param!r} has unknown {language} type {type_name!r}"
+        raise _Rejected((False, "type_error:unknown", message))
+    tag = "java" if language == "java" else "js"
+    if type(value) is not str:
+        message = f"incorrect type for parameter {param!r}: expected String, got {value!r}"
+        raise _Rejected((False, f"type_error:{tag}", message))
+    nested_name = spec["items"]["type"] if type_name in NESTED_TYPES else None
+    if nested_name is not None and nested_name not in table:
+        message = f"{param!r} has unknown item type {nested_name!r}"
+        raise _Rejected((False, "type_error:unknown", message))
+    try:
+        converted = convert(value, type_name, nested_name, language)
+    except ValueError as exc:
+        raise _Rejected((False, f"type_error:{tag}", f"parameter {param!r}: {exc}")) from None
+    return converted, table[type_name], table[nested_name] if nested_name else None
+
+
+def check_call(
+    doc: dict[str, Any], call: dict[str, Any], answer: dict[str, Any], language: str = "python"
+) -> Result:
     """BFCL's ``simple_function_checker``: one decoded call against one possible answer."""
     allowed_params = next(iter(answer.values()))
     name = doc["name"]
@@ -175,14 +214,21 @@ def check_call(doc: dict[str, Any], call: dict[str, Any], answer: dict[str, Any]
             return False, "simple_function_checker:unexpected_param", f"unexpected {param!r}"
         spec = properties[param]
         type_name = spec["type"]
-        if type_name not in PYTHON_TYPES:
-            return False, "type_error:unknown", f"{param!r} has unknown BFCL type {type_name!r}"
-        expected = PYTHON_TYPES[type_name]
-        nested = PYTHON_TYPES.get(spec["items"]["type"]) if type_name in NESTED_TYPES else None
+        if language != "python":
+            try:
+                value, expected, nested = _java_js_value(param, value, spec, language)
+            except _Rejected as rejected:
+                return rejected.result
+        else:
+            if type_name not in PYTHON_TYPES:
+                message = f"{param!r} has unknown BFCL type {type_name!r}"
+                return False, "type_error:unknown", message
+            expected = PYTHON_TYPES[type_name]
+            nested = PYTHON_TYPES.get(spec["items"]["type"]) if type_name in NESTED_TYPES else None
+            if type_name == "float" and type(value) is int:
+                value = float(value)
         if type_name == "tuple" and type(value) is tuple:
             value = list(value)
-        if type_name == "float" and type(value) is int:
-            value = float(value)
         allowed = allowed_params[param]
         if nested is None and type(value) is expected:  # _check_type's common case, inlined
             is_variable = False
@@ -216,7 +262,9 @@ def _find_doc(docs: list[dict[str, Any]], name: str) -> dict[str, Any] | None:
     return next((doc for doc in docs if doc["name"] == name), None)
 
 
-def check_parallel(docs: list[dict[str, Any]], calls: list[Any], answers: list[Any]) -> Result:
+def check_parallel(
+    docs: list[dict[str, Any]], calls: list[Any], answers: list[Any], language: str = "python"
+) -> Result:
     """Every possible answer matched by a distinct call, greedily, in any order."""
     if len(calls) != len(answers):
         return False, "parallel_function_checker_no_order:wrong_count", "wrong number of calls"
@@ -226,7 +274,7 @@ def check_parallel(docs: list[dict[str, Any]], calls: list[Any], answers: list[A
         if doc is None:
             return False, "parallel_function_checker_no_order:cannot_find_match", "no doc"
         unmatched = (i for i in range(len(calls)) if i not in matched)
-        found = next((i for i in unmatched if check_call(doc, calls[i], answer)[0]), None)
+        found = next((i for i in unmatched if check_call(doc, calls[i], answer, language)[0]), None)
         if found is None:
             return (
                 False,
@@ -237,24 +285,30 @@ def check_parallel(docs: list[dict[str, Any]], calls: list[Any], answers: list[A
     return OK
 
 
-def check_multiple(docs: list[dict[str, Any]], calls: list[Any], answers: list[Any]) -> Result:
+def check_multiple(
+    docs: list[dict[str, Any]], calls: list[Any], answers: list[Any], language: str = "python"
+) -> Result:
     """One call, checked against the doc of the expected function."""
     if len(calls) != len(answers):
         return False, "multiple_function_checker:wrong_count", "wrong number of calls"
     doc = _find_doc(docs, next(iter(answers[0])))
     if doc is None:
         return False, "multiple_function_checker:wrong_func_name", "expected function has no doc"
-    return check_call(doc, calls[0], answers[0])
+    return check_call(doc, calls[0], answers[0], language)
 
 
 def ast_check(
-    docs: list[dict[str, Any]], calls: list[Any], answers: list[Any], category: str
+    docs: list[dict[str, Any]],
+    calls: list[Any],
+    answers: list[Any],
+    category: str,
+    language: str = "python",
 ) -> Result:
-    """BFCL's ``ast_checker`` dispatch on the category name (python)."""
+    """BFCL's ``ast_checker`` dispatch on the category name."""
     if "parallel" in category:
-        return check_parallel(docs, calls, answers)
+        return check_parallel(docs, calls, answers, language)
     if "multiple" in category:
-        return check_multiple(docs, calls, answers)
+        return check_multiple(docs, calls, answers, language)
     if len(calls) != 1:
         return False, "simple_function_checker:wrong_count", "wrong number of calls"
-    return check_call(docs[0], calls[0], answers[0])
+    return check_call(docs[0], calls[0], answers[0], language)

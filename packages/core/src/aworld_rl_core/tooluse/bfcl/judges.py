@@ -1,7 +1,8 @@
 """Judge model outputs on BFCL entries with BFCL's verdicts.
 
-``judge_single_turn`` decodes the output with our literal-only parser (never BFCL's decoder, which
-evaluates operators and accepts bare names) and applies the native AST checker;
+``judge_single_turn`` decodes the output with our literal-only parser (never BFCL's python
+decoder, which evaluates operators and accepts bare names; Java and JavaScript answers go through
+BFCL's own tree-sitter decoders, which only read text) and applies the native AST checker;
 ``judge_multi_turn`` replays the calls through :class:`MultiTurnEpisode`.
 
 Where verdicts can differ from bfcl-eval 2026.3.23 (none of these occur in BFCL's ground truth or
@@ -24,6 +25,7 @@ from aworld_rl_core.tooluse.bfcl.loader import (
     RELEVANCE_CATEGORIES,
     SINGLE_TURN_CATEGORIES,
     BfclEntry,
+    language_of,
 )
 from aworld_rl_core.tooluse.bfcl.verdict import Verdict
 from aworld_rl_core.tooluse.calls import (
@@ -38,9 +40,9 @@ Positional = Literal["drop", "bind", "reject"]
 _JUDGED = frozenset(SINGLE_TURN_CATEGORIES + RELEVANCE_CATEGORIES)
 
 
-def decode_single_turn(output: str) -> list[Call]:
-    """BFCL's prompting-mode framing (strip backticks/newlines/spaces, add missing brackets,
-    strip wrapping single quotes), then :func:`parse_python_calls`. Raises ToolCallParseError."""
+def frame(output: str) -> str:
+    """BFCL's prompting-mode framing of a reply: backticks, newlines and spaces stripped, the
+    brackets of a call list added where missing. Raises ToolCallParseError on a non-string."""
     if not isinstance(output, str):
         raise ToolCallParseError(f"expected the model output as str, got {type(output).__name__}")
     text = output.strip("`\n ")
@@ -48,7 +50,13 @@ def decode_single_turn(output: str) -> list[Call]:
         text = "[" + text
     if not text.endswith("]"):
         text = text + "]"
-    return parse_python_calls(text.strip().strip("'"))
+    return text
+
+
+def decode_single_turn(output: str) -> list[Call]:
+    """:func:`frame`, wrapping single quotes stripped, then :func:`parse_python_calls`.
+    Raises ToolCallParseError."""
+    return parse_python_calls(frame(output).strip().strip("'"))
 
 
 def _as_decoded(
@@ -73,11 +81,12 @@ def _as_decoded(
 def judge_single_turn(
     entry: BfclEntry, output: str | Sequence[Call], *, positional: Positional = "drop"
 ) -> Verdict:
-    """BFCL's verdict for one single-turn output (python categories and (ir)relevance).
+    """BFCL's verdict for one single-turn output (AST categories and (ir)relevance).
 
-    ``output`` is the model's call-list text (reasoning already stripped) or parsed calls.
-    ``positional="drop"`` ignores positional arguments as BFCL's decoder does; ``"bind"`` maps
-    them to the doc's parameter order; ``"reject"`` fails the output.
+    ``output`` is the model's call-list text (reasoning already stripped) or, for python
+    categories, parsed calls. ``positional="drop"`` ignores python positional arguments as BFCL's
+    decoder does; ``"bind"`` maps them to the doc's parameter order; ``"reject"`` fails the
+    output. An unnamed Java / JavaScript argument fails as an unexpected parameter, as in BFCL.
     """
     category = entry.category
     if category not in _JUDGED:
@@ -85,9 +94,13 @@ def judge_single_turn(
             f"judge_single_turn handles {', '.join(SINGLE_TURN_CATEGORIES + RELEVANCE_CATEGORIES)}"
             f"; {entry.id} is {category} (use judge_multi_turn for multi-turn entries)"
         )
+    language = language_of(category)
     try:
-        calls = decode_single_turn(output) if isinstance(output, str) else list(output)
-        decoded = _as_decoded(calls, entry.functions, positional)
+        if language != "python":
+            decoded = _decode_java_js(output, language)
+        else:
+            calls = decode_single_turn(output) if isinstance(output, str) else list(output)
+            decoded = _as_decoded(calls, entry.functions, positional)
     except ToolCallParseError as exc:
         decoded, error = None, str(exc)
     if category in RELEVANCE_CATEGORIES:
@@ -100,9 +113,17 @@ def judge_single_turn(
         reason = f"cannot decode the output: {error}"
         return Verdict(False, (0.0,), reason, "ast_decoder:decoder_failed")
     valid, error_type, reason = ast_check(
-        entry.functions, decoded, entry.ground_truth or [], category
+        entry.functions, decoded, entry.ground_truth or [], category, language
     )
     return Verdict(valid, (float(valid),), reason, error_type)
+
+
+def _decode_java_js(output: Any, language: str) -> list[dict[str, dict[Any, Any]]]:
+    from aworld_rl_core.tooluse.bfcl.java_js import decode
+
+    if not isinstance(output, str):
+        raise ToolCallParseError(f"{language} answers are judged from their text")
+    return decode(output, language)
 
 
 def _flatten_turn(turn: Sequence[Any]) -> list[str | Call]:

@@ -14,12 +14,14 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from functools import cached_property
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 from aworld_rl_core.tooluse.bfcl._install import data_dir
 
 SINGLE_TURN_CATEGORIES = (
     "simple_python",
+    "simple_java",
+    "simple_javascript",
     "multiple",
     "parallel",
     "parallel_multiple",
@@ -28,7 +30,13 @@ SINGLE_TURN_CATEGORIES = (
     "live_parallel",
     "live_parallel_multiple",
 )
-"""Python single-turn categories judged by the AST checker."""
+"""Single-turn categories judged by the AST checker (python, and Java / JavaScript)."""
+
+JAVA_JS_CATEGORIES = ("simple_java", "simple_javascript")
+"""Single-turn categories whose calls are written in Java or JavaScript syntax."""
+
+PYTHON_AST_CATEGORIES = tuple(c for c in SINGLE_TURN_CATEGORIES if c not in JAVA_JS_CATEGORIES)
+"""Single-turn categories answered with python call lists."""
 
 IRRELEVANCE_CATEGORIES = ("irrelevance", "live_irrelevance")
 """Categories where success is producing no call."""
@@ -45,8 +53,14 @@ MULTI_TURN_CATEGORIES = (
 
 ALL_CATEGORIES = SINGLE_TURN_CATEGORIES + RELEVANCE_CATEGORIES + MULTI_TURN_CATEGORIES
 
-_ALIASES = {"simple": "simple_python"}
-_V3_FILE_NAMES = {"simple_python": "simple"}
+Language = Literal["python", "java", "javascript"]
+
+_ALIASES = {"simple": "simple_python", "java": "simple_java", "javascript": "simple_javascript"}
+_V3_FILE_NAMES = {
+    "simple_python": "simple",
+    "simple_java": "java",
+    "simple_javascript": "javascript",
+}
 
 
 @dataclass(frozen=True, eq=False)
@@ -92,13 +106,20 @@ class BfclEntry:
         return {name: json.dumps(state) for name, state in config.items()}
 
 
+def language_of(category: str) -> Language:
+    """The language a category's calls are written in (BFCL's rule on the category name)."""
+    if "javascript" in category:
+        return "javascript"
+    return "java" if "java" in category else "python"
+
+
 def canonical_category(name: str) -> str:
     """BFCL's current name for a category (``simple`` -> ``simple_python``); checks it exists."""
     canonical = _ALIASES.get(name, name)
     if canonical not in ALL_CATEGORIES:
         raise ValueError(
             f"unknown BFCL category {name!r}; choose one of {', '.join(ALL_CATEGORIES)} "
-            "(or 'simple', the v3 name of simple_python)"
+            "(or the v3 names 'simple', 'java', 'javascript')"
         )
     return canonical
 

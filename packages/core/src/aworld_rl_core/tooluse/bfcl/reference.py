@@ -18,7 +18,7 @@ from pathlib import Path
 from typing import Any
 
 from aworld_rl_core.tooluse.bfcl._install import bfcl_root
-from aworld_rl_core.tooluse.bfcl.loader import RELEVANCE_CATEGORIES, BfclEntry
+from aworld_rl_core.tooluse.bfcl.loader import RELEVANCE_CATEGORIES, BfclEntry, language_of
 
 _MODEL_CONFIG = "bfcl_eval.constants.model_config"
 
@@ -34,10 +34,9 @@ class _AnyModel(dict):
         return _PromptingModel()
 
 
-def _import_ast_checker() -> types.ModuleType:
-    """Import BFCL's ast_checker with a stand-in for its model registry (which imports every
+def _import_without_registry(name: str) -> types.ModuleType:
+    """Import a bfcl-eval module with a stand-in for its model registry (which imports every
     vendor SDK); the stand-in is removed again so a later real import is unaffected."""
-    name = "bfcl_eval.eval_checker.ast_eval.ast_checker"
     if name in sys.modules or _MODEL_CONFIG in sys.modules:
         return importlib.import_module(name)
     stub: Any = types.ModuleType(_MODEL_CONFIG)
@@ -62,12 +61,20 @@ class BfclReference:
         from bfcl_eval.utils import is_empty_output, is_function_calling_format_output
 
         try:
-            from bfcl_eval.constants.enums import Language
+            from bfcl_eval.constants.enums import Language, ReturnFormat
 
-            self._language: Any = Language.PYTHON
+            self._languages: dict[str, Any] = {
+                "python": (Language.PYTHON, ReturnFormat.PYTHON),
+                "java": (Language.JAVA, ReturnFormat.JAVA),
+                "javascript": (Language.JAVASCRIPT, ReturnFormat.JAVASCRIPT),
+            }
         except ImportError:  # releases up to 2025.8.5 name languages by string
-            self._language = "Python"
-        self._ast = _import_ast_checker()
+            self._languages = {
+                "python": ("Python", "Python"),
+                "java": ("Java", "Java"),
+                "javascript": ("JavaScript", "JavaScript"),
+            }
+        self._ast = _import_without_registry("bfcl_eval.eval_checker.ast_eval.ast_checker")
         self._mt = multi_turn_checker
         self._utils = multi_turn_utils
         self._decode = handler_utils.default_decode_ast_prompting
@@ -76,19 +83,24 @@ class BfclReference:
 
     # -- single turn ---------------------------------------------------------------------------
 
+    def decode(self, output: str, language: str = "python") -> Any:
+        """BFCL's prompting decoder (``default_decode_ast_prompting``); None when it raises."""
+        try:
+            return self._decode(output, self._languages[language][1])
+        except Exception:  # BFCL counts any decoder failure as "no call"
+            return None
+
     def single_turn_valid(self, entry: BfclEntry, output: str) -> bool:
         """BFCL's eval-runner verdict: decode, format check, then ast_checker (or relevance)."""
-        try:
-            decoded = self._decode(output)
-        except Exception:  # BFCL counts any decoder failure as "no call"
-            decoded = None
+        language = self._languages[language_of(entry.category)][0]
+        decoded = self.decode(output, language_of(entry.category))
         if entry.category in RELEVANCE_CATEGORIES:
             has_call = decoded is not None and not self._is_empty(decoded)
             return has_call if entry.category == "live_relevance" else not has_call
         if decoded is None or not self._is_call_format(decoded):
             return False
         result = self._ast.ast_checker(
-            entry.functions, decoded, entry.ground_truth, self._language, entry.category, "ref"
+            entry.functions, decoded, entry.ground_truth, language, entry.category, "ref"
         )
         return bool(result["valid"])
 
@@ -141,3 +153,44 @@ class BfclReference:
             ]
         finally:
             self._forget(name)
+
+    # -- result files, as `bfcl evaluate` scores them -------------------------------------------
+
+    def score_file(self, path: str | Path, category: str) -> tuple[int, int, set[str]]:
+        """(correct, total, failed ids) of one of our result files under bfcl-eval's own eval
+        runner (``evaluate_task``, the core of ``bfcl evaluate --partial-eval``), decoding as a
+        registered prompting model's handler does. Needs pandas and python-dotenv (its runner's
+        imports); the CLI itself needs every vendor SDK (see ``official``)."""
+        import json
+
+        from bfcl_eval.utils import load_file
+
+        runner = _import_without_registry("bfcl_eval.eval_checker.eval_runner")
+        rows = load_file(Path(path), sort_by_id=True)
+        name = f"ref{uuid.uuid4().hex}"
+        score_dir = Path(os.environ["BFCL_PROJECT_ROOT"]) / "score" / name
+        try:
+            runner.evaluate_task(
+                category, None, score_dir, rows, name, _DefaultDecoder(), {}, allow_missing=True
+            )
+        finally:
+            self._forget(name)
+        score_file = next(score_dir.rglob(f"*_{category}_score.json"))
+        header, *failures = [json.loads(line) for line in score_file.read_text().splitlines()]
+        failed = {str(item["id"]) for item in failures}
+        return int(header["correct_count"]), int(header["total_count"]), failed
+
+
+class _DefaultDecoder:
+    """The decoding side of a registered prompting handler (``OSSHandler``'s): BFCL's default
+    prompting decoders."""
+
+    def decode_ast(self, result: Any, language: Any, has_tool_call_tag: bool = False) -> Any:
+        from bfcl_eval.model_handler.utils import default_decode_ast_prompting
+
+        return default_decode_ast_prompting(result, language, has_tool_call_tag)
+
+    def decode_execute(self, result: Any, has_tool_call_tag: bool = False) -> Any:
+        from bfcl_eval.model_handler.utils import default_decode_execute_prompting
+
+        return default_decode_execute_prompting(result, has_tool_call_tag)

@@ -1,0 +1,239 @@
+"""``SearchEnv``: RAG-R1's deep-search episode, stepped in batches.
+
+A model turn stops after ``</search>`` or ``</answer>``. An answer ends the episode with the EM
+reward; a search splices ``<information>...</information>`` inline into the same assistant turn
+(the engine masks it out of the loss) and the model continues; anything else gets the invalid-
+action message inline. ``max_search_turns`` turns may search; one more turn follows for the
+answer (a search there ends the episode unanswered). ``SearchEnv.step_many`` answers every
+searching episode of a turn with one batched, deduplicated, cached retrieval.
+
+Registered as ``rag_r1.search``: ``make_env(row, **options)`` with the row's ``question``,
+``golden_answers`` (and ``gold_docs`` for the oracle) and ``SearchEnvConfig`` fields as options.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from aworld_rl_core.config import from_dict, option, to_dict
+from aworld_rl_core.environment import Message, Step
+from aworld_rl_core.resources import shared
+from aworld_rl_rag_r1 import observations
+from aworld_rl_rag_r1.actions import (
+    STOP,
+    OverLimit,
+    QueryFormat,
+    cut_turn,
+    parse_action,
+    parse_queries,
+)
+from aworld_rl_rag_r1.prompts import Mode, load_template, render
+from aworld_rl_rag_r1.retrieval import RetrieverConfig
+from aworld_rl_rag_r1.reward import Normalizer, exact_match, f1
+from aworld_rl_rag_r1.search import BatchedSearch, QueryCache
+
+
+@dataclass(frozen=True, kw_only=True)
+class SearchEnvConfig:
+    """The search environment (``env.options`` of the training and evaluation recipes)."""
+
+    mode: Mode = option("mq", help="mq: several queries per search, JSON observation; sq: one")
+    query_format: QueryFormat = option(
+        "comma", help="how a search block lists queries: comma (the paper), json, auto"
+    )
+    keep_quoted: bool = option(
+        True, help="a comma inside double quotes does not split (false: the paper's split)"
+    )
+    max_queries: int = option(
+        3, help="queries per search (the paper's prompt says 3; 0 = no limit, the paper's code)"
+    )
+    over_limit: OverLimit = option(
+        "truncate", help="more queries than the limit: keep the first ones, or invalid action"
+    )
+    max_search_turns: int = option(5, help="turns that may search; one answer turn follows")
+    max_obs_tokens: int = option(
+        1000, help="token budget per query's passages (mq) or per observation (sq)"
+    )
+    obs_tokenizer: str | None = option(
+        None, help="tokenizer counting the budget (the policy's); unset: white-space words"
+    )
+    normalizer: Normalizer = option("squad", help="answer normalisation of the reward")
+    prompt_file: str | None = option(
+        None, help="a template file with {question} (and optionally {search}); unset: ours"
+    )
+    retriever: RetrieverConfig = option(factory=RetrieverConfig, help="the retriever")
+
+
+def _search(cfg: RetrieverConfig) -> BatchedSearch:
+    """One batched searcher (retriever + cache) per process and retriever spec."""
+
+    def build() -> BatchedSearch:
+        from aworld_rl_rag_r1.retrieval import make_retriever
+
+        cache = QueryCache(cfg.cache_size) if cfg.cache else None
+        return BatchedSearch(make_retriever(cfg), topk=cfg.topk, cache=cache)
+
+    return shared("rag_r1.search", to_dict(cfg), build)
+
+
+def _truncator(name: str | None) -> observations.Truncator:
+    if not name:
+        return observations.WordTruncator()
+
+    def build() -> observations.Truncator:
+        from aworld_rl_core.backends.config import ModelConfig
+
+        # where core loads tokenizers today (contract section 6 moves it to aworld_rl_core.models)
+        from aworld_rl_core.models import load_tokenizer
+
+        return observations.TokenTruncator(load_tokenizer(ModelConfig(name_or_path=name)))
+
+    return shared("rag_r1.tokenizer", name, build)
+
+
+@dataclass
+class Counters:
+    """An episode's running totals (reported in every step's ``info``)."""
+
+    turns: int = 0
+    searches: int = 0
+    queries: int = 0
+    dropped_queries: int = 0
+    invalid: int = 0
+    retrieval_s: float = 0.0
+    step_s: float = 0.0
+    queries_per_search: list[int] = field(default_factory=list)
+
+
+class SearchEnv:
+    """One deep-search episode (see the module docstring)."""
+
+    stop = STOP
+
+    def __init__(self, row: Mapping[str, Any], cfg: SearchEnvConfig) -> None:
+        question = row.get("question")
+        if not isinstance(question, str) or not question.strip():
+            raise ValueError(f"a search row needs a 'question' string; got keys {sorted(row)}")
+        golds = row.get("golden_answers", row.get("answers", []))
+        self.golds = [golds] if isinstance(golds, str) else [str(g) for g in golds]
+        self.gold_docs = [str(d) for d in row.get("gold_docs", []) or []]
+        self.question, self.cfg = question, cfg
+        self.counters = Counters()
+        self._prompt = render(
+            question,
+            cfg.mode,
+            max_queries=cfg.max_queries,
+            template=load_template(cfg.prompt_file),
+        )
+
+    def reset(self) -> list[Message]:
+        return [{"role": "user", "content": self._prompt}]
+
+    def step(self, model_text: str) -> Step:
+        return type(self).step_many([self], [model_text])[0]
+
+    def close(self) -> None:
+        pass
+
+    # ------------------------------------------------------------------------ batching
+
+    @classmethod
+    def step_many(cls, envs: Sequence[SearchEnv], texts: Sequence[str]) -> list[Step]:
+        """Step every episode; all searches of the turn go out as one retrieval per retriever."""
+        began = time.perf_counter()
+        steps: list[Step | None] = [None] * len(envs)
+        searching: dict[int, list[tuple[int, list[str]]]] = {}
+        searchers: dict[int, BatchedSearch] = {}
+        for i, (env, text) in enumerate(zip(envs, texts, strict=True)):
+            outcome = env._decide(text)
+            if isinstance(outcome, Step):
+                steps[i] = outcome
+                continue
+            searcher = _search(env.cfg.retriever)
+            searchers[id(searcher)] = searcher
+            searching.setdefault(id(searcher), []).append((i, outcome))
+        for key, items in searching.items():
+            gold = None
+            if envs[items[0][0]].cfg.retriever.backend == "oracle":
+                gold = [envs[i].gold_docs for i, _ in items]
+            results, stats = searchers[key].run([queries for _, queries in items], gold=gold)
+            share = stats.seconds / len(items)
+            for (i, queries), hits in zip(items, results, strict=True):
+                envs[i].counters.retrieval_s += share
+                steps[i] = envs[i]._observe(queries, hits)
+        elapsed = (time.perf_counter() - began) / max(1, len(envs))
+        for env, step in zip(envs, steps, strict=True):
+            env.counters.step_s += elapsed
+            assert step is not None
+            step.info.update(env.info())
+        return steps  # type: ignore[return-value]
+
+    # -------------------------------------------------------------------------- one turn
+
+    def _decide(self, text: str) -> Step | list[str]:
+        """An answer / invalid / final-turn Step, or the queries to retrieve for."""
+        c, cfg = self.counters, self.cfg
+        c.turns += 1
+        action = parse_action(cut_turn(text))
+        if action.kind == "answer":
+            em = exact_match(action.content, self.golds, normalizer=cfg.normalizer)
+            info = {"answer": action.content, "em": em, "f1": f1(action.content, self.golds)}
+            return Step(reward=em, done=True, info=info)
+        if c.turns > cfg.max_search_turns:  # the answer turn: no more searching
+            return Step(
+                done=True, info={"answer": None, "em": 0.0, "f1": 0.0, "ended": "no answer"}
+            )
+        if action.kind == "search":
+            if cfg.mode == "sq":  # single-query mode: the whole block is one query
+                if action.content:
+                    return [action.content]
+                reason = "the search block holds no query"
+            else:
+                parsed = parse_queries(
+                    action.content,
+                    fmt=cfg.query_format,
+                    keep_quoted=cfg.keep_quoted,
+                    max_queries=cfg.max_queries,
+                    over_limit=cfg.over_limit,
+                )
+                if parsed.queries:
+                    c.dropped_queries += parsed.dropped
+                    return parsed.queries
+                reason = parsed.error or "the search block holds no query"
+        else:
+            reason = "no <search> or <answer> block"
+        c.invalid += 1
+        return Step(inline=observations.INVALID_ACTION, info={"invalid": reason})
+
+    def _observe(self, queries: list[str], hits: list[list[Any]]) -> Step:
+        c, cfg = self.counters, self.cfg
+        c.searches += 1
+        c.queries += len(queries)
+        c.queries_per_search.append(len(queries))
+        truncator = _truncator(cfg.obs_tokenizer)
+        contents = [[h.contents for h in row] for row in hits]
+        if cfg.mode == "sq":
+            block = observations.single_query(contents[0], truncator, cfg.max_obs_tokens)
+        else:
+            block = observations.multi_query(queries, contents, truncator, cfg.max_obs_tokens)
+        return Step(inline=block, info={"queries": list(queries)})
+
+    def info(self) -> dict[str, Any]:
+        c = self.counters
+        return {
+            "turns": c.turns,
+            "searches": c.searches,
+            "queries": c.queries,
+            "dropped_queries": c.dropped_queries,
+            "invalid_actions": c.invalid,
+            "retrieval_s": c.retrieval_s,
+            "step_s": c.step_s,
+        }
+
+
+def make_env(row: Mapping[str, Any], **options: Any) -> SearchEnv:
+    """The registered factory: ``options`` are ``SearchEnvConfig`` fields (JSON)."""
+    return SearchEnv(row, from_dict(SearchEnvConfig, options))

@@ -1,0 +1,345 @@
+"""Building and loading retrieval indexes: FAISS flat / HNSW / IVF-PQ, and BM25 (bm25s).
+
+A build writes into one directory, in steps that each leave a finished file behind, so a
+killed build resumes where it stopped:
+
+1. ``passages/``: the passage store (chunked corpus, corpus hash);
+2. ``embeddings/shard-NNNNN.npy``: passage embeddings, one file per shard (written atomically);
+3. ``index.faiss`` (or ``bm25/``): the index, trained on a sample (IVF-PQ) and filled shard by
+   shard from memory-mapped embeddings;
+4. ``manifest.json``: encoder identity, dimension, corpus hash, index type and parameters,
+   count; its hash travels with every server response.
+
+faiss and bm25s are imported inside the functions that use them.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import math
+import os
+import shutil
+import time
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Literal
+
+import numpy as np
+
+from aworld_rl_core.config import option
+from aworld_rl_rag_r1.corpus import Passage, PassageStore, write_store
+from aworld_rl_rag_r1.encoders import Encoder
+
+MANIFEST = "manifest.json"
+BUILD_SPEC = "build.json"
+INDEX_FILE = "index.faiss"
+BM25_DIR = "bm25"
+PASSAGES_DIR = "passages"
+EMBEDDINGS_DIR = "embeddings"
+IndexType = Literal["flat", "hnsw", "ivfpq", "bm25"]
+GB = 1e9
+
+
+@dataclass(frozen=True, kw_only=True)
+class IndexConfig:
+    """The index type and its parameters."""
+
+    type: IndexType = option(
+        "flat", help="flat (exact inner product, the paper's), hnsw, ivfpq, or bm25 (lexical)"
+    )
+    shard_size: int = option(100_000, help="passages per embedding shard (the unit of resume)")
+    hnsw_m: int = option(32, help="HNSW: neighbours per node")
+    hnsw_ef_construction: int = option(40, help="HNSW: build-time search depth")
+    hnsw_ef_search: int = option(64, help="HNSW: query-time search depth")
+    ivf_nlist: int = option(0, help="IVF-PQ: inverted lists (0: about 4 x sqrt(N))")
+    pq_m: int = option(64, help="IVF-PQ: sub-quantisers (must divide the dimension)")
+    pq_nbits: int = option(8, help="IVF-PQ: bits per sub-quantiser code")
+    ivf_nprobe: int = option(32, help="IVF-PQ: lists visited per query")
+    train_size: int = option(0, help="IVF-PQ: training vectors (0: min(N, 256 x nlist))")
+    bm25_k1: float = option(0.9, help="BM25 k1 (Pyserini's default)")
+    bm25_b: float = option(0.4, help="BM25 b (Pyserini's default)")
+    bm25_stopwords: str = option("en", help="bm25s stop-word list ('' for none)")
+    gpu: Literal["auto", "on", "off"] = option(
+        "auto", help="search on every visible GPU (faiss-gpu installed): auto when present"
+    )
+    gpu_fp16: bool = option(True, help="GPU: store vectors in fp16 (halves GPU memory)")
+    gpu_shard: bool = option(True, help="GPU: split the index across GPUs (else replicate)")
+
+    def nlist(self, n: int) -> int:
+        return self.ivf_nlist or max(1, min(n // 39, int(4 * math.sqrt(max(n, 1)))))
+
+    def factory(self, dim: int, n: int) -> str:
+        if self.type == "flat":
+            return "Flat"
+        if self.type == "hnsw":
+            return f"HNSW{self.hnsw_m}"
+        if self.type == "ivfpq":
+            if dim % self.pq_m:
+                raise ValueError(f"index.pq_m={self.pq_m} must divide the dimension {dim}")
+            return f"IVF{self.nlist(n)},PQ{self.pq_m}x{self.pq_nbits}"
+        raise ValueError(f"index type {self.type!r} is not a FAISS index")
+
+
+def bytes_per_vector(cfg: IndexConfig, dim: int) -> float:
+    """Approximate index bytes per passage (FAISS's layouts; ids and upper HNSW levels)."""
+    if cfg.type == "flat":
+        return 4.0 * dim
+    if cfg.type == "hnsw":
+        return 4.0 * dim + 2 * cfg.hnsw_m * 4 * 1.05
+    if cfg.type == "ivfpq":
+        return cfg.pq_m * cfg.pq_nbits / 8 + 8
+    raise ValueError("BM25 has no per-vector size")
+
+
+def memory_estimate(cfg: IndexConfig, n: int, dim: int) -> str:
+    """One paragraph: the index's memory at ``n`` passages and what to do when it is large."""
+    if cfg.type == "bm25":
+        return f"BM25 over {n:,} passages: a sparse matrix, memory-mapped at load."
+    per = bytes_per_vector(cfg, dim)
+    total = per * n
+    text = (
+        f"{cfg.type} index, {n:,} passages x {dim}-d: about {per:,.0f} bytes per vector, "
+        f"{total / GB:,.1f} GB in RAM (embeddings on disk: {4 * dim * n / GB:,.1f} GB)."
+    )
+    if cfg.type != "ivfpq" and total > 32 * GB:
+        text += (
+            " That is large: index.type=ivfpq needs about "
+            f"{bytes_per_vector(IndexConfig(type='ivfpq', pq_m=cfg.pq_m), dim) * n / GB:,.1f} "
+            "GB (at some recall), or serve flat in fp16 sharded over GPUs "
+            f"(index.gpu=on: {2 * dim * n / GB:,.1f} GB over all GPUs)."
+        )
+    return text
+
+
+def manifest_hash(manifest: dict[str, Any]) -> str:
+    """A short hash of what decides retrieval results (build time and paths left out)."""
+    keys = ("encoder", "dim", "corpus_hash", "count", "index")
+    canonical = json.dumps({k: manifest.get(k) for k in keys}, sort_keys=True)
+    return hashlib.sha256(canonical.encode()).hexdigest()[:16]
+
+
+def read_manifest(directory: str | Path) -> dict[str, Any]:
+    path = Path(directory) / MANIFEST
+    if not path.is_file():
+        raise FileNotFoundError(
+            f"'{directory}' holds no index ({MANIFEST} missing): build one with "
+            "`aworld-run rag_r1.build-index corpus.path=... output_dir=...` (a killed build "
+            "resumes when run again with the same output directory)"
+        )
+    return json.loads(path.read_text(encoding="utf-8"))
+
+
+def _atomic_save(path: Path, array: np.ndarray) -> None:
+    tmp = path.with_name(path.name + ".tmp.npy")
+    np.save(tmp, array)
+    os.replace(tmp, path)
+
+
+Progress = Callable[[Iterable[int], int, str], Iterable[int]]
+
+
+def _plain(items: Iterable[int], total: int, desc: str) -> Iterable[int]:
+    return items
+
+
+@dataclass
+class BuildReport:
+    """What a build did: shards encoded now vs found on disk, timings, sizes."""
+
+    directory: Path
+    count: int
+    dim: int
+    shards_encoded: int = 0
+    shards_reused: int = 0
+    encode_s: float = 0.0
+    index_s: float = 0.0
+    index_bytes: int = 0
+    manifest: dict[str, Any] | None = None
+
+
+def check_spec(directory: Path, spec: dict[str, Any]) -> None:
+    """Record the build's inputs on first use; refuse to resume a build of other inputs."""
+    path = directory / BUILD_SPEC
+    canonical = json.loads(json.dumps(spec, sort_keys=True, default=str))
+    if path.is_file():
+        saved = json.loads(path.read_text(encoding="utf-8"))
+        if saved != canonical:
+            changed = sorted(k for k in {*saved, *canonical} if saved.get(k) != canonical.get(k))
+            raise ValueError(
+                f"'{directory}' holds a build with other inputs (changed: {', '.join(changed)}); "
+                "give a new output directory or delete this one"
+            )
+        return
+    path.write_text(json.dumps(canonical, indent=2, sort_keys=True), encoding="utf-8")
+
+
+def build_store(passages: Iterable[Passage], directory: Path) -> PassageStore:
+    """Step 1 (skipped when a finished store is there)."""
+    target = directory / PASSAGES_DIR
+    if (target / "store.json").is_file():
+        return PassageStore(target)
+    return write_store(passages, target)
+
+
+def encode_shards(
+    store: PassageStore,
+    encoder: Encoder,
+    directory: Path,
+    shard_size: int,
+    progress: Progress = _plain,
+    on_shard: Callable[[int], None] | None = None,
+) -> tuple[list[Path], int, float]:
+    """Step 2: one embedding file per shard; shards already on disk are kept."""
+    if shard_size < 1:
+        raise ValueError(f"index.shard_size must be >= 1, got {shard_size}")
+    folder = directory / EMBEDDINGS_DIR
+    folder.mkdir(parents=True, exist_ok=True)
+    n = len(store)
+    shards = max(1, math.ceil(n / shard_size))
+    paths, encoded, seconds = [], 0, 0.0
+    for shard in progress(range(shards), shards, "encoding passages (shards)"):
+        path = folder / f"shard-{shard:05d}.npy"
+        paths.append(path)
+        start, end = shard * shard_size, min(n, (shard + 1) * shard_size)
+        if path.is_file() and np.load(path, mmap_mode="r").shape == (end - start, encoder.dim):
+            continue
+        began = time.perf_counter()
+        texts = list(store.iter_contents(start, end))
+        vectors = encoder.encode_passages(texts) if texts else np.zeros((0, encoder.dim))
+        _atomic_save(path, np.asarray(vectors, dtype=np.float32))
+        seconds += time.perf_counter() - began
+        encoded += 1
+        if on_shard is not None:
+            on_shard(shard)
+    return paths, encoded, seconds
+
+
+def build_faiss(cfg: IndexConfig, shard_paths: list[Path], dim: int, n: int, seed: int = 0):
+    """Step 3 (dense): train when the type needs it, then add the shards in order."""
+    import faiss
+
+    index = faiss.index_factory(dim, cfg.factory(dim, n), faiss.METRIC_INNER_PRODUCT)
+    if cfg.type == "hnsw":
+        index.hnsw.efConstruction = cfg.hnsw_ef_construction
+    if not index.is_trained:
+        size = min(n, cfg.train_size or 256 * cfg.nlist(n))
+        rng = np.random.default_rng(seed)
+        rows = np.sort(rng.choice(n, size=size, replace=False))
+        sample = _gather(shard_paths, rows)
+        need = max(cfg.nlist(n), 2**cfg.pq_nbits)
+        if len(sample) < need:
+            raise ValueError(
+                f"IVF-PQ needs at least {need} training vectors (nlist={cfg.nlist(n)}, "
+                f"2^pq_nbits={2**cfg.pq_nbits}), the corpus has {n}: lower index.ivf_nlist or "
+                "index.pq_nbits, or use index.type=flat"
+            )
+        index.train(sample)
+    for path in shard_paths:
+        vectors = np.load(path, mmap_mode="r")
+        if len(vectors):
+            index.add(np.ascontiguousarray(vectors, dtype=np.float32))
+    return index
+
+
+def _gather(shard_paths: list[Path], rows: np.ndarray) -> np.ndarray:
+    out, offset = [], 0
+    for path in shard_paths:
+        vectors = np.load(path, mmap_mode="r")
+        local = rows[(rows >= offset) & (rows < offset + len(vectors))] - offset
+        if len(local):
+            out.append(np.asarray(vectors[local], dtype=np.float32))
+        offset += len(vectors)
+    return np.ascontiguousarray(np.concatenate(out)) if out else np.zeros((0, 0), np.float32)
+
+
+def build_bm25(cfg: IndexConfig, store: PassageStore, directory: Path) -> None:
+    """Step 3 (lexical): bm25s over the passage contents, saved for memory-mapped loading."""
+    import bm25s
+
+    tokens = bm25s.tokenize(
+        list(store.iter_contents()), stopwords=cfg.bm25_stopwords or None, show_progress=False
+    )
+    model = bm25s.BM25(k1=cfg.bm25_k1, b=cfg.bm25_b)
+    model.index(tokens, show_progress=False)
+    tmp, final = directory / (BM25_DIR + ".tmp"), directory / BM25_DIR
+    model.save(str(tmp), show_progress=False)
+    if final.exists():
+        shutil.rmtree(final)
+    os.replace(tmp, final)
+
+
+def build_index(
+    passages: Iterable[Passage],
+    directory: str | Path,
+    cfg: IndexConfig,
+    encoder: Encoder | None,
+    *,
+    spec: dict[str, Any] | None = None,
+    progress: Progress = _plain,
+    log: Callable[[str], None] = print,
+    on_shard: Callable[[int], None] | None = None,
+) -> BuildReport:
+    """Build (or finish building) an index in ``directory``; see the module docstring.
+
+    ``spec`` describes the inputs (corpus file, chunking, encoder); a directory holding a build
+    of other inputs is refused instead of being silently mixed. Another index type over the
+    same inputs reuses the embedding shards (FlashRAG's ``--save_embedding``).
+    """
+    directory = Path(directory)
+    directory.mkdir(parents=True, exist_ok=True)
+    check_spec(directory, spec or {})
+    store = build_store(passages, directory)
+    n = len(store)
+    if n == 0:
+        raise ValueError("the corpus holds no passage: check corpus.path")
+    dense = cfg.type != "bm25"
+    if dense and encoder is None:
+        raise ValueError(f"index.type={cfg.type} needs an encoder")
+    dim = encoder.dim if dense and encoder is not None else 0
+    log(memory_estimate(cfg, n, dim))
+    report = BuildReport(directory, n, dim)
+    began = time.perf_counter()
+    if dense:
+        assert encoder is not None
+        paths, report.shards_encoded, report.encode_s = encode_shards(
+            store, encoder, directory, cfg.shard_size, progress, on_shard
+        )
+        report.shards_reused = len(paths) - report.shards_encoded
+        began = time.perf_counter()
+        index = build_faiss(cfg, paths, dim, n)
+        import faiss
+
+        tmp = directory / (INDEX_FILE + ".tmp")
+        faiss.write_index(index, str(tmp))
+        os.replace(tmp, directory / INDEX_FILE)
+        report.index_bytes = (directory / INDEX_FILE).stat().st_size
+    else:
+        build_bm25(cfg, store, directory)
+        report.index_bytes = sum(p.stat().st_size for p in (directory / BM25_DIR).iterdir())
+    report.index_s = time.perf_counter() - began
+    manifest = {
+        "version": 1,
+        "encoder": encoder.identity() if dense and encoder is not None else None,
+        "dim": dim,
+        "corpus_hash": store.corpus_hash,
+        "count": n,
+        "index": _params(cfg, n),
+        "built": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
+    }
+    manifest["hash"] = manifest_hash(manifest)
+    (directory / MANIFEST).write_text(json.dumps(manifest, indent=2), encoding="utf-8")
+    store.close()
+    report.manifest = manifest
+    return report
+
+
+def _params(cfg: IndexConfig, n: int) -> dict[str, Any]:
+    if cfg.type == "flat":
+        return {"type": "flat"}
+    if cfg.type == "hnsw":
+        return {"type": "hnsw", "m": cfg.hnsw_m, "ef_construction": cfg.hnsw_ef_construction}
+    if cfg.type == "ivfpq":
+        return {"type": "ivfpq", "nlist": cfg.nlist(n), "pq_m": cfg.pq_m, "nbits": cfg.pq_nbits}
+    return {"type": "bm25", "k1": cfg.bm25_k1, "b": cfg.bm25_b, "stopwords": cfg.bm25_stopwords}

@@ -1,0 +1,1 @@
+"""RAG-R1's recipes: build-index, serve, train, sft-data, eval."""

@@ -1,0 +1,364 @@
+"""The retrieval server: Search-R1's HTTP contract on FastAPI, with micro-batching.
+
+``POST /retrieve`` takes ``{"queries": [...], "topk": k, "return_scores": bool}`` and answers
+``{"result": [[{"document": {"id", "contents"}, "score"}, ...] per query], "manifest": hash}``
+(without scores: ``[[{"id", "contents"}, ...]]``, as Search-R1). Requests that arrive while a
+search runs are merged into the next one: one encoder call and one index search for all of
+them. Bad requests get a 4xx with ``{"error": ..., "detail": ...}``. ``GET /health`` and
+``GET /metrics`` (requests, queries, latency percentiles, queue depth, batch sizes). Every
+response carries the index manifest hash (``X-Index-Manifest`` header and ``manifest`` field).
+"""
+
+# no ``from __future__ import annotations``: FastAPI reads the endpoints' annotations at runtime
+import asyncio
+import contextlib
+import json
+import time
+from collections import deque
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from aworld_rl_core.config import option
+from aworld_rl_rag_r1.retrievers import Hit, Retriever
+
+MANIFEST_HEADER = "X-Index-Manifest"
+
+
+@dataclass(frozen=True, kw_only=True)
+class ServerConfig:
+    """Where the server listens and what it accepts."""
+
+    host: str = option("127.0.0.1", help="bind address (0.0.0.0 exposes it to the network)")
+    port: int = option(8000, help="port (RAG-R1's scripts use 8000)")
+    default_topk: int = option(3, help="passages per query when a request gives no topk")
+    max_topk: int = option(100, help="largest topk a request may ask")
+    max_queries: int = option(4096, help="most queries in one request")
+    max_query_chars: int = option(4096, help="longest query accepted")
+    max_body_bytes: int = option(4_000_000, help="largest request body accepted")
+    batch_wait_ms: float = option(
+        2.0, help="how long a batch waits for more requests before it runs"
+    )
+    max_batch_queries: int = option(8192, help="most queries merged into one index search")
+    replicas: int = option(1, help="server processes (> 1 runs the same app on Ray Serve)")
+    latency_window: int = option(10_000, help="recent requests the latency percentiles cover")
+
+
+class RequestError(Exception):
+    def __init__(self, status: int, error: str, detail: Any = None) -> None:
+        super().__init__(error)
+        self.status, self.error, self.detail = status, error, detail
+
+
+@dataclass
+class _Job:
+    queries: list[str]
+    topk: int
+    gold: list[list[str]] | None
+    future: asyncio.Future
+
+
+@dataclass
+class Metrics:
+    """Counters and recent latencies, served at ``/metrics``."""
+
+    window: int = 10_000
+    requests: int = 0
+    queries: int = 0
+    errors: int = 0
+    batches: int = 0
+    batch_queries: int = 0
+    max_batch: int = 0
+    queue_depth: int = 0
+    started: float = field(default_factory=time.time)
+    latencies: deque = field(default_factory=deque)
+    batch_sizes: deque = field(default_factory=deque)
+
+    def record(self, seconds: float, queries: int) -> None:
+        self.requests += 1
+        self.queries += queries
+        self.latencies.append(seconds)
+        while len(self.latencies) > self.window:
+            self.latencies.popleft()
+
+    def batch(self, size: int) -> None:
+        self.batches += 1
+        self.batch_queries += size
+        self.max_batch = max(self.max_batch, size)
+        self.batch_sizes.append(size)
+        while len(self.batch_sizes) > self.window:
+            self.batch_sizes.popleft()
+
+    def snapshot(self) -> dict[str, Any]:
+        ordered = sorted(self.latencies)
+        return {
+            "requests": self.requests,
+            "queries": self.queries,
+            "errors": self.errors,
+            "queue_depth": self.queue_depth,
+            "latency_ms": {
+                "p50": 1000 * percentile(ordered, 50),
+                "p99": 1000 * percentile(ordered, 99),
+                "window": len(ordered),
+            },
+            "batches": {
+                "count": self.batches,
+                "mean_queries": self.batch_queries / self.batches if self.batches else 0.0,
+                "max_queries": self.max_batch,
+                "histogram": histogram(self.batch_sizes),
+            },
+            "uptime_s": time.time() - self.started,
+        }
+
+
+def percentile(ordered: Sequence[float], q: float) -> float:
+    """The nearest-rank percentile of sorted values (0.0 when empty)."""
+    if not ordered:
+        return 0.0
+    rank = max(1, -(-len(ordered) * q // 100))
+    return float(ordered[int(rank) - 1])
+
+
+def histogram(sizes: Sequence[int]) -> dict[str, int]:
+    """Batch sizes in power-of-two buckets: ``{"1": n, "2-3": n, "4-7": n, ...}``."""
+    out: dict[str, int] = {}
+    for size in sizes:
+        low = 1 << (max(size, 1).bit_length() - 1)
+        key = "1" if low == 1 else f"{low}-{2 * low - 1}"
+        out[key] = out.get(key, 0) + 1
+    return dict(sorted(out.items(), key=lambda kv: int(kv[0].split("-")[0])))
+
+
+class MicroBatcher:
+    """Merges concurrent requests into one ``retriever.search`` (run in a worker thread)."""
+
+    def __init__(self, retriever: Retriever, cfg: ServerConfig, metrics: Metrics) -> None:
+        self.retriever, self.cfg, self.metrics = retriever, cfg, metrics
+        self.queue: asyncio.Queue[_Job] = asyncio.Queue()
+        self._task: asyncio.Task | None = None
+
+    def start(self) -> None:
+        if self._task is None:
+            self._task = asyncio.get_running_loop().create_task(self._loop())
+
+    async def stop(self) -> None:
+        if self._task is not None:
+            self._task.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await self._task
+            self._task = None
+
+    async def submit(
+        self, queries: list[str], topk: int, gold: list[list[str]] | None
+    ) -> list[list[Hit]]:
+        self.start()
+        future = asyncio.get_running_loop().create_future()
+        self.metrics.queue_depth += len(queries)
+        await self.queue.put(_Job(queries, topk, gold, future))
+        return await future
+
+    async def _collect(self) -> list[_Job]:
+        jobs = [await self.queue.get()]
+        size = len(jobs[0].queries)
+        deadline = time.monotonic() + self.cfg.batch_wait_ms / 1000
+        while size < self.cfg.max_batch_queries:
+            try:
+                job = self.queue.get_nowait()
+            except asyncio.QueueEmpty:
+                wait = deadline - time.monotonic()
+                if wait <= 0:
+                    break
+                try:
+                    job = await asyncio.wait_for(self.queue.get(), wait)
+                except asyncio.TimeoutError:
+                    break
+            jobs.append(job)
+            size += len(job.queries)
+        return jobs
+
+    async def _loop(self) -> None:
+        while True:
+            jobs = await self._collect()
+            size = sum(len(job.queries) for job in jobs)
+            self.metrics.queue_depth -= size
+            self.metrics.batch(size)
+            for topk in sorted({job.topk for job in jobs}):  # one search per distinct topk
+                await self._run([job for job in jobs if job.topk == topk], topk)
+
+    async def _run(self, jobs: list[_Job], topk: int) -> None:
+        queries = [q for job in jobs for q in job.queries]
+        gold = None
+        if any(job.gold is not None for job in jobs):
+            gold = [g for job in jobs for g in (job.gold or [[] for _ in job.queries])]
+        try:
+            found = await asyncio.to_thread(self.retriever.search, queries, topk, gold)
+        except Exception as exc:  # every waiting request learns why
+            for job in jobs:
+                if not job.future.done():
+                    job.future.set_exception(exc)
+            return
+        start = 0
+        for job in jobs:
+            part, start = found[start : start + len(job.queries)], start + len(job.queries)
+            if not job.future.done():
+                job.future.set_result(part)
+
+
+def parse_request(body: bytes, cfg: ServerConfig) -> tuple[list[str], int, bool, Any]:
+    """Validate a ``/retrieve`` body; every problem is a ``RequestError`` naming the field."""
+    try:
+        data = json.loads(body)
+    except (json.JSONDecodeError, UnicodeDecodeError) as exc:
+        raise RequestError(400, "the request body is not JSON", str(exc)) from None
+    if not isinstance(data, dict):
+        raise RequestError(422, "the request body must be a JSON object")
+    unknown = sorted(set(data) - {"queries", "topk", "return_scores", "gold"})
+    if unknown:
+        raise RequestError(
+            422, f"unknown field(s) {unknown}", "fields: queries, topk, return_scores, gold"
+        )
+    queries = data.get("queries")
+    if not isinstance(queries, list) or not all(isinstance(q, str) for q in queries):
+        raise RequestError(422, "'queries' must be a list of strings", repr(queries)[:200])
+    if not queries:
+        raise RequestError(422, "'queries' is empty: send at least one query")
+    if len(queries) > cfg.max_queries:
+        raise RequestError(
+            413, f"{len(queries)} queries in one request; the limit is {cfg.max_queries}"
+        )
+    for i, query in enumerate(queries):
+        if not query.strip():
+            raise RequestError(422, f"query {i} is empty")
+        if len(query) > cfg.max_query_chars:
+            raise RequestError(
+                422, f"query {i} has {len(query)} characters; the limit is {cfg.max_query_chars}"
+            )
+    topk = data.get("topk", cfg.default_topk)
+    if topk is None:
+        topk = cfg.default_topk
+    if isinstance(topk, bool) or not isinstance(topk, int):
+        raise RequestError(422, "'topk' must be an integer", repr(topk))
+    if not 1 <= topk <= cfg.max_topk:
+        raise RequestError(422, f"'topk' must be between 1 and {cfg.max_topk}, got {topk}")
+    scores = data.get("return_scores", False)
+    if not isinstance(scores, bool):
+        raise RequestError(422, "'return_scores' must be true or false", repr(scores))
+    gold = data.get("gold")
+    if gold is not None and (
+        not isinstance(gold, list)
+        or len(gold) != len(queries)
+        or not all(isinstance(g, list) and all(isinstance(x, str) for x in g) for g in gold)
+    ):
+        raise RequestError(422, "'gold' must hold one list of document ids per query")
+    return queries, topk, scores, gold
+
+
+def render(hits: list[list[Hit]], scores: bool) -> list[list[dict[str, Any]]]:
+    if scores:
+        return [
+            [{"document": {"id": h.id, "contents": h.contents}, "score": h.score} for h in row]
+            for row in hits
+        ]
+    return [[{"id": h.id, "contents": h.contents} for h in row] for row in hits]
+
+
+def create_app(retriever: Retriever, cfg: ServerConfig | None = None) -> Any:
+    """The FastAPI app serving ``retriever`` (FastAPI imported here)."""
+    from contextlib import asynccontextmanager
+
+    from fastapi import FastAPI, Request
+    from fastapi.responses import JSONResponse
+
+    cfg = cfg or ServerConfig()
+    metrics = Metrics(window=cfg.latency_window)
+    batcher = MicroBatcher(retriever, cfg, metrics)
+    manifest = retriever.manifest_hash
+    headers = {MANIFEST_HEADER: manifest}
+
+    @asynccontextmanager
+    async def lifespan(_app):
+        batcher.start()
+        yield
+        await batcher.stop()
+
+    app = FastAPI(title="aworld-rl retrieval server", lifespan=lifespan)
+    app.state.metrics, app.state.batcher = metrics, batcher
+
+    def error(status: int, message: str, detail: Any = None) -> Any:
+        metrics.errors += 1
+        body = {"error": message, "detail": detail, "manifest": manifest}
+        return JSONResponse(body, status_code=status, headers=headers)
+
+    @app.post("/retrieve")
+    async def retrieve(request: Request) -> Any:
+        began = time.perf_counter()
+        declared = request.headers.get("content-length")
+        if declared and declared.isdigit() and int(declared) > cfg.max_body_bytes:
+            return error(413, f"the body has {declared} bytes; the limit is {cfg.max_body_bytes}")
+        body = bytearray()
+        async for piece in request.stream():
+            body += piece
+            if len(body) > cfg.max_body_bytes:
+                return error(413, f"the body is over the limit of {cfg.max_body_bytes} bytes")
+        try:
+            queries, topk, scores, gold = parse_request(bytes(body), cfg)
+        except RequestError as exc:
+            return error(exc.status, exc.error, exc.detail)
+        try:
+            hits = await batcher.submit(queries, topk, gold)
+        except ValueError as exc:  # e.g. the oracle without gold ids
+            return error(422, str(exc))
+        except Exception as exc:
+            return error(500, f"retrieval failed: {type(exc).__name__}: {exc}")
+        metrics.record(time.perf_counter() - began, len(queries))
+        return JSONResponse({"result": render(hits, scores), "manifest": manifest}, headers=headers)
+
+    @app.get("/health")
+    async def health() -> Any:
+        return JSONResponse({"status": "ok", "manifest": manifest}, headers=headers)
+
+    @app.get("/metrics")
+    async def get_metrics() -> Any:
+        return JSONResponse({**metrics.snapshot(), "manifest": manifest}, headers=headers)
+
+    @app.exception_handler(404)
+    async def not_found(_request: Request, _exc: Exception) -> Any:
+        return error(404, "no such endpoint", "endpoints: POST /retrieve, GET /health, /metrics")
+
+    @app.exception_handler(405)
+    async def bad_method(request: Request, _exc: Exception) -> Any:
+        return error(405, f"{request.method} is not allowed here", "POST /retrieve")
+
+    return app
+
+
+def serve(
+    retriever: Retriever, cfg: ServerConfig, *, on_ready: Callable[[], None] | None = None
+) -> Any:
+    """A started uvicorn server in a background thread (``.should_exit = True`` stops it;
+    ``.bound_port`` is the port, useful with ``port=0``)."""
+    import threading
+
+    import uvicorn
+
+    server = uvicorn.Server(
+        uvicorn.Config(
+            create_app(retriever, cfg), host=cfg.host, port=cfg.port, log_level="warning"
+        )
+    )
+    thread = threading.Thread(target=server.run, name="retrieval-server", daemon=True)
+    thread.start()
+    deadline = time.monotonic() + 60
+    while not server.started:
+        if not thread.is_alive():
+            raise RuntimeError(
+                f"the retrieval server did not start on {cfg.host}:{cfg.port} (port in use?)"
+            )
+        if time.monotonic() > deadline:
+            raise RuntimeError("the retrieval server did not start within 60 s")
+        time.sleep(0.02)
+    server.thread = thread
+    server.bound_port = server.servers[0].sockets[0].getsockname()[1]
+    if on_ready is not None:
+        on_ready()
+    return server

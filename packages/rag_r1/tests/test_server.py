@@ -1,0 +1,204 @@
+import json
+import threading
+import time
+
+import httpx
+import pytest
+from fastapi.testclient import TestClient
+
+from aworld_rl_rag_r1.client import HttpRetriever, RetrievalServerError
+from aworld_rl_rag_r1.corpus import PassageStore
+from aworld_rl_rag_r1.retrievers import OracleRetriever, load_retriever
+from aworld_rl_rag_r1.server import (
+    MANIFEST_HEADER,
+    ServerConfig,
+    create_app,
+    histogram,
+    percentile,
+    serve,
+)
+
+CFG = ServerConfig(max_queries=8, max_topk=10, max_body_bytes=2000, max_query_chars=100)
+
+
+@pytest.fixture(scope="module")
+def retriever(hash_index):
+    return load_retriever(hash_index)
+
+
+@pytest.fixture(scope="module")
+def client(retriever):
+    with TestClient(create_app(retriever, CFG)) as c:
+        yield c
+
+
+def test_search_r1_contract(client, retriever):
+    body = {
+        "queries": ["In which country was a painter born?", "Works"],
+        "topk": 2,
+        "return_scores": True,
+    }
+    response = client.post("/retrieve", json=body)
+    assert response.status_code == 200
+    assert response.headers[MANIFEST_HEADER] == retriever.manifest_hash
+    data = response.json()
+    assert data["manifest"] == retriever.manifest_hash
+    direct = retriever.search(body["queries"], 2)
+    assert data["result"] == [
+        [
+            {"document": {"id": h.id, "contents": h.contents}, "score": pytest.approx(h.score)}
+            for h in row
+        ]
+        for row in direct
+    ]
+    plain = client.post("/retrieve", json={"queries": ["Works"]}).json()["result"]
+    assert len(plain[0]) == 3 and set(plain[0][0]) == {"id", "contents"}  # default topk 3
+
+
+@pytest.mark.parametrize(
+    ("payload", "status", "message"),
+    [
+        ({"queries": []}, 422, "'queries' is empty"),
+        ({"queries": ["q"] * 9}, 413, "the limit is 8"),
+        ({"queries": ["q"], "topk": 0}, 422, "between 1 and 10"),
+        ({"queries": ["q"], "topk": 11}, 422, "between 1 and 10"),
+        ({"queries": ["q"], "topk": "3"}, 422, "'topk' must be an integer"),
+        ({"queries": ["q"], "topk": True}, 422, "'topk' must be an integer"),
+        ({"queries": "q"}, 422, "'queries' must be a list of strings"),
+        ({"queries": [1, 2]}, 422, "'queries' must be a list of strings"),
+        ({"queries": ["q"], "return_scores": "yes"}, 422, "'return_scores' must be true or false"),
+        ({"queries": ["q"], "extra": 1}, 422, "unknown field"),
+        ({"queries": ["  "]}, 422, "query 0 is empty"),
+        ({"queries": ["x" * 101]}, 422, "the limit is 100"),
+        ({"queries": ["q"], "gold": [["a"], ["b"]]}, 422, "'gold' must hold one list"),
+        (["q"], 422, "must be a JSON object"),
+    ],
+)
+def test_bad_requests_get_4xx_with_a_json_error(client, payload, status, message):
+    response = client.post("/retrieve", json=payload)
+    assert response.status_code == status
+    assert message in response.json()["error"]
+    assert response.headers[MANIFEST_HEADER]
+
+
+def test_non_json_oversized_and_wrong_routes(client):
+    bad = client.post(
+        "/retrieve", content=b"{not json", headers={"content-type": "application/json"}
+    )
+    assert bad.status_code == 400 and bad.json()["error"] == "the request body is not JSON"
+    big = client.post("/retrieve", content=json.dumps({"queries": ["q" * 50] * 60}))
+    assert big.status_code == 413 and "limit" in big.json()["error"]
+
+    def chunks():  # no content-length: the stream itself is counted
+        for _ in range(30):
+            yield b" " * 100
+
+    streamed = client.post("/retrieve", content=chunks())
+    assert streamed.status_code == 413
+    assert client.get("/retrieve").status_code == 405
+    missing = client.get("/nope")
+    assert missing.status_code == 404 and "endpoints" in missing.json()["detail"]
+
+
+def test_health_and_metrics(client, retriever):
+    assert client.get("/health").json() == {"status": "ok", "manifest": retriever.manifest_hash}
+    client.post("/retrieve", json={"queries": ["a", "b"]})
+    metrics = client.get("/metrics").json()
+    assert metrics["requests"] >= 1 and metrics["queries"] >= 2 and metrics["errors"] >= 1
+    assert set(metrics["latency_ms"]) == {"p50", "p99", "window"}
+    assert metrics["queue_depth"] == 0 and metrics["batches"]["count"] >= 1
+
+
+def test_percentiles_and_histogram_by_hand():
+    values = [float(v) for v in range(1, 101)]
+    assert percentile(values, 50) == 50.0 and percentile(values, 99) == 99.0
+    assert percentile([], 50) == 0.0 and percentile([7.0], 99) == 7.0
+    assert histogram([1, 2, 3, 4, 9, 1]) == {"1": 2, "2-3": 2, "4-7": 1, "8-15": 1}
+
+
+class SlowRetriever:
+    """Wraps a retriever so each search takes a while (concurrent requests must queue)."""
+
+    def __init__(self, inner, delay):
+        self.inner, self.delay, self.calls = inner, delay, []
+        self.manifest_hash = inner.manifest_hash
+
+    def search(self, queries, topk, gold=None):
+        self.calls.append(len(queries))
+        time.sleep(self.delay)
+        return self.inner.search(queries, topk, gold)
+
+
+def test_64_concurrent_clients_no_errors_and_micro_batched(minilm_index, world):
+    real = load_retriever(minilm_index)
+    slow = SlowRetriever(real, 0.05)
+    server = serve(slow, ServerConfig(port=0, batch_wait_ms=5))
+    url = f"http://127.0.0.1:{server.bound_port}/retrieve"
+    questions = [q["question"] for q in world[1]]
+    expected = {
+        q: [h.id for h in hits]
+        for q, hits in zip(questions, real.search(questions, 3), strict=True)
+    }
+    errors, answers = [], []
+
+    def client_thread(i):
+        with httpx.Client(timeout=60) as http:
+            for j in range(3):
+                asked = [
+                    questions[(i + j) % len(questions)],
+                    questions[(i * 7 + j) % len(questions)],
+                ]
+                response = http.post(url, json={"queries": asked, "topk": 3, "return_scores": True})
+                if response.status_code != 200:
+                    errors.append(response.text)
+                    continue
+                got = [[d["document"]["id"] for d in row] for row in response.json()["result"]]
+                answers.append(got == [expected[q] for q in asked])
+
+    try:
+        threads = [threading.Thread(target=client_thread, args=(i,)) for i in range(64)]
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join()
+        metrics = httpx.get(url.replace("/retrieve", "/metrics")).json()
+    finally:
+        server.should_exit = True
+        server.thread.join(10)
+    assert errors == [] and len(answers) == 192 and all(answers)
+    assert metrics["requests"] == 192 and metrics["queries"] == 384
+    assert len(slow.calls) < 192 and max(slow.calls) > 2  # requests were merged
+    assert sum(slow.calls) == 384
+
+
+def test_http_retriever_against_a_live_server(retriever, hash_index):
+    server = serve(retriever, ServerConfig(port=0, max_topk=5))
+    try:
+        remote = HttpRetriever(f"http://127.0.0.1:{server.bound_port}", retries=0)
+        assert remote.manifest_hash == retriever.manifest_hash
+        assert remote.search(["a painter", "Works"], 3) == retriever.search(
+            ["a painter", "Works"], 3
+        )
+        with pytest.raises(RetrievalServerError, match="answered 422: 'topk' must be between"):
+            remote.search(["q"], 50)
+        assert remote.metrics()["requests"] == 1
+        remote.close()
+    finally:
+        server.should_exit = True
+        server.thread.join(10)
+    with pytest.raises(RetrievalServerError, match="not reachable"):
+        HttpRetriever(f"http://127.0.0.1:{server.bound_port}", retries=1)
+
+
+def test_oracle_through_the_server(hash_index, world, retriever):
+    store = PassageStore(hash_index / "passages")
+    oracle = OracleRetriever(store, retriever)
+    q = world[1][0]
+    with TestClient(create_app(oracle, CFG)) as c:
+        got = c.post(
+            "/retrieve", json={"queries": [q["question"]], "gold": [q["gold_docs"]], "topk": 3}
+        )
+        ids = [d["id"] for d in got.json()["result"][0]]
+        assert ids[:2] == [str(store.rows_of(d)[0]) for d in q["gold_docs"]]
+        missing = c.post("/retrieve", json={"queries": ["q"]})
+        assert missing.status_code == 422 and "needs the gold" in missing.json()["error"]

@@ -1,0 +1,81 @@
+"""The executor: screenshot -> V2P point -> screen pixels -> a real click with pyautogui.
+
+pyautogui is imported only when a click happens (it needs an X display at import time).
+``dry_run`` draws the point on the screenshot instead of clicking. A point whose confidence
+(the attention mass of its region) is below ``min_confidence`` is not clicked: the agent
+abstains.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from aworld_rl_v2p.readout import Point
+
+
+@dataclass(frozen=True)
+class ClickResult:
+    point: Point | None
+    pixels: tuple[int, int] | None  # on the screen (or the screenshot in a dry run)
+    clicked: bool
+    reason: str
+
+
+def grab_screen() -> Any:
+    """A screenshot of the X display in ``$DISPLAY`` (Pillow's XCB grabber, no scrot needed)."""
+    from PIL import ImageGrab
+
+    try:
+        return ImageGrab.grab()
+    except OSError as exc:
+        raise RuntimeError(
+            f"cannot take a screenshot ({exc}): set DISPLAY to a running X server (for example "
+            "xvfb-run), or pass a screenshot file and dry_run=true"
+        ) from None
+
+
+def screen_size() -> tuple[int, int]:
+    width, height = _pyautogui().size()
+    return int(width), int(height)
+
+
+def click_instruction(
+    grounder: Any,
+    instruction: str,
+    *,
+    screenshot: Any = None,
+    dry_run: bool = False,
+    min_confidence: float = 0.0,
+    overlay: Path | None = None,
+) -> ClickResult:
+    """Ground ``instruction`` on ``screenshot`` (default: the screen) and click the top point."""
+    image = screenshot if screenshot is not None else grab_screen()
+    (grounding,) = grounder.predict([image], [instruction])
+    point = grounding.points[0]
+    if overlay is not None:
+        from aworld_rl_v2p.overlay import draw_overlay
+
+        draw_overlay(image, grounding.attention, overlay, points=grounding.points)
+    if point.confidence < min_confidence:
+        return ClickResult(
+            point, None, False, f"confidence {point.confidence:.3f} < {min_confidence}"
+        )
+    if dry_run:
+        return ClickResult(point, point.to_pixels(*image.size), False, "dry run")
+    width, height = screen_size()  # the screenshot may be scaled (HiDPI): click in screen pixels
+    x, y = point.to_pixels(width, height)
+    _pyautogui().click(x, y)
+    return ClickResult(point, (x, y), True, "clicked")
+
+
+def _pyautogui() -> Any:
+    try:
+        import pyautogui
+    except KeyError as exc:  # mouseinfo reads os.environ["DISPLAY"] at import
+        raise RuntimeError(f"pyautogui needs an X display: {exc} is not set") from None
+    except ImportError:
+        raise ImportError("clicking needs pyautogui: pip install 'aworld-rl-v2p[click]'") from None
+    pyautogui.FAILSAFE = False  # a point in a screen corner is a valid click here
+    return pyautogui

@@ -1,0 +1,64 @@
+"""Recipe ``v2p.click``: ground one instruction on the screen and click it (or draw it)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from aworld_rl_core.config import option
+from aworld_rl_core.runs import Run, RunResult
+
+
+@dataclass(frozen=True, kw_only=True)
+class ClickConfig:
+    """Click what an instruction names, on the live screen or a screenshot file."""
+
+    model: str = option("tiny:qwen2_5_vl", help="saved model directory, hub id or tiny:qwen2_5_vl")
+    instruction: str = option("", help="what to click, e.g. 'click the Save button'")
+    screenshot: str | None = option(None, help="a screenshot file instead of the screen")
+    dry_run: bool = option(False, help="draw the point on the screenshot instead of clicking")
+    min_confidence: float = option(
+        0.0, help="abstain when the top point's confidence is lower", ge=0
+    )
+    max_pixels: int = option(5_720_064, help="smart-resize pixel cap", gt=0)
+    min_pixels: int = option(3136, help="smart-resize pixel floor", gt=0)
+
+
+def run(cfg: ClickConfig, run: Run) -> RunResult:
+    from aworld_rl_v2p.click import click_instruction
+    from aworld_rl_v2p.inference import Grounder
+    from aworld_rl_v2p.loading import load_v2p
+
+    if not cfg.instruction.strip():
+        raise ValueError("instruction is empty: say what to click (instruction='...')")
+    screenshot = None
+    if cfg.screenshot:
+        from PIL import Image
+
+        screenshot = Image.open(cfg.screenshot).convert("RGB")
+    model, tokenizer, image_processor = load_v2p(cfg.model)
+    grounder = Grounder(
+        model, tokenizer, image_processor, min_pixels=cfg.min_pixels, max_pixels=cfg.max_pixels
+    )
+    overlay = run.dir / "click.png"
+    result = click_instruction(
+        grounder,
+        cfg.instruction,
+        screenshot=screenshot,
+        dry_run=cfg.dry_run,
+        min_confidence=cfg.min_confidence,
+        overlay=overlay,
+    )
+    point = result.point
+    metrics = {
+        "clicked": float(result.clicked),
+        "x": point.x if point else -1.0,
+        "y": point.y if point else -1.0,
+        "confidence": point.confidence if point else 0.0,
+    }
+    if result.pixels:
+        metrics["pixel_x"], metrics["pixel_y"] = (float(v) for v in result.pixels)
+    run.add_section(
+        "Click", f"{cfg.instruction!r}: {result.reason} at {result.pixels}\n\n![click](click.png)"
+    )
+    run.log(metrics)
+    return RunResult(metrics=metrics, outputs={"overlay": overlay})
