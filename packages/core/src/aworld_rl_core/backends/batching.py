@@ -43,10 +43,31 @@ def plan_batches(
 ) -> BatchPlan:
     """The batch plan of ``trainer`` over ``n_rows`` prompts (RL) or samples (SFT).
 
-    Rows that make no full batch are an error, unless ``strict=False`` (a dry run): then each
-    epoch counts one step, with a warning.
+    Rows that make no full batch are an error (``max_steps`` or not: the partial batch is
+    dropped), unless ``strict=False`` (a dry run): then each epoch counts one step, with a warning.
     """
-    per_step = trainer.batch_size * (trainer.rl.group_size if rl else 1)
+    per_step = check_batch_shape(trainer, rl=rl, devices=devices)
+    micro = trainer.micro_batch_size
+    per_epoch = n_rows // trainer.batch_size
+    if per_epoch == 0:  # the partial batch is dropped: the run would take no step at all
+        problem = (
+            f"{n_rows} {'prompts' if rl else 'samples'} make no full batch of "
+            f"trainer.batch_size={trainer.batch_size}: lower the batch size or add rows"
+        )
+        if strict:
+            raise ConfigError(problem)
+        log.warning("%s (counting one step per epoch)", problem)
+        per_epoch = 1
+    if trainer.max_steps > 0:
+        steps = trainer.max_steps
+    else:
+        steps = max(1, math.floor(trainer.epochs * per_epoch))
+    return BatchPlan(per_step, micro, devices, per_step // (micro * devices), steps)
+
+
+def check_batch_shape(trainer: Any, *, rl: bool, devices: int = 1) -> int:
+    """Samples per optimizer step; an error unless micro batches x devices divide them."""
+    per_step = int(trainer.batch_size * (trainer.rl.group_size if rl else 1))
     micro = trainer.micro_batch_size
     if micro < 1 or devices < 1 or per_step % (micro * devices):
         what = "trainer.batch_size x trainer.rl.group_size" if rl else "trainer.batch_size"
@@ -54,21 +75,7 @@ def plan_batches(
             f"{what} = {per_step} samples per optimizer step must be a positive multiple of "
             f"trainer.micro_batch_size={micro} x {devices} device(s)"
         )
-    if trainer.max_steps > 0:
-        steps = trainer.max_steps
-    else:
-        per_epoch = n_rows // trainer.batch_size
-        if per_epoch == 0:
-            problem = (
-                f"{n_rows} {'prompts' if rl else 'samples'} make no full batch of "
-                f"trainer.batch_size={trainer.batch_size}: lower the batch size or set max_steps"
-            )
-            if strict:
-                raise ConfigError(problem)
-            log.warning("%s (counting one step per epoch)", problem)
-            per_epoch = 1
-        steps = max(1, math.floor(trainer.epochs * per_epoch))
-    return BatchPlan(per_step, micro, devices, per_step // (micro * devices), steps)
+    return per_step
 
 
 class DropLastInTrainingOnly:
