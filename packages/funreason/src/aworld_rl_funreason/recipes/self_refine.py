@@ -24,7 +24,7 @@ from aworld_rl_core.runs import Run, RunResult
 from aworld_rl_funreason.data import FcSample, read_samples, write_jsonl
 from aworld_rl_funreason.paths import resolve_path
 from aworld_rl_funreason.recipes.refine import FcdrConfig, fcdr_settings
-from aworld_rl_funreason.recipes.sft import LossConfig, SftDataConfig, SftRecipeConfig
+from aworld_rl_funreason.recipes.sft import SftDataConfig, SftRecipeConfig, srml_trainer
 
 ROUND_STATE = "round_state.json"
 """Written when a round ends; ``--resume`` skips the rounds that have one."""
@@ -93,10 +93,9 @@ class SelfRefineConfig:
         True, help="reject unparseable / schema-breaking answers without judges"
     )
     replay: bool = option(False, help="v3: also train on data.path each round (paper: new only)")
-    loss: LossConfig = option(factory=LossConfig, help="SRML loss (funreason.sft)")
     trainer: TrainerConfig = option(
-        factory=lambda: TrainerConfig(backend="hf-sft", learning_rate=4e-5, batch_size=512),
-        help="SFT backend and optimisation for every round",
+        factory=lambda: srml_trainer(backend="hf-sft", learning_rate=4e-5, batch_size=512),
+        help="SFT backend, loss (trainer.loss=funreason.srml) and optimisation for every round",
     )
     concurrency: int = option(32, help="requests in flight")
 
@@ -113,7 +112,6 @@ def _sampler_for(cfg: SelfRefineConfig, model_path: str) -> Any:
 def _sft_config(cfg: SelfRefineConfig) -> SftRecipeConfig:
     return SftRecipeConfig(
         data=SftDataConfig(prompt=cfg.data.prompt, require_reasoning=False),
-        loss=cfg.loss,
         model=cfg.model,
         trainer=cfg.trainer,
     )

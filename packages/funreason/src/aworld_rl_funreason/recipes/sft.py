@@ -1,8 +1,9 @@
 """``funreason.sft``: SFT on refined CoT function-calling data with the SRML loss.
 
 The rows are core records (BFCL system prompt, the query, then ``<think>...</think>`` + call
-list as the assistant reply); the loss is handed to the chosen backend's loss hook (``hf-sft``
-on CPU / one GPU, ``llamafactory`` for the paper's multi-GPU setting).
+list as the assistant reply); the loss is the registered ``funreason.srml`` named by
+``trainer.loss`` (the backend resolves it: ``hf-sft`` on CPU / one GPU, ``llamafactory`` for
+the paper's multi-GPU setting).
 """
 
 from __future__ import annotations
@@ -41,29 +42,18 @@ class SftDataConfig:
     )
 
 
-@dataclass(frozen=True, kw_only=True)
-class LossConfig:
-    """The token loss."""
+SRML = "funreason.srml"
+"""The registered loss; ``trainer.loss=funreason.srml`` + ``trainer.loss_options`` select it."""
 
-    kind: Literal["srml", "ce"] = option(
-        "srml", help="srml: alpha-balanced think/result loss; ce: plain SFT"
-    )
-    alpha: float = option(0.7, help="weight of the reasoning part (init if learnable)")
-    learnable: bool = option(
-        False,
-        help="train alpha with the model (v3 BalanceSFT); false: fixed (v1)",
-    )
-    parametrization: Literal["sigmoid", "clamp"] = option(
-        "sigmoid", help="how a learnable alpha stays in [0, 1]"
-    )
-    reduction: Literal["per_sample", "pooled"] = option(
-        "per_sample",
-        help="part means per sample then averaged (per_sample) or over the batch (pooled)",
-    )
+
+def srml_trainer(**fields: Any) -> TrainerConfig:
+    """A trainer section training on SRML (alpha 0.7 fixed: v1) plus ``fields``."""
+    fields.setdefault("loss_options", {"alpha": 0.7})
+    return TrainerConfig(loss=SRML, **fields)
 
 
 def _paper_trainer() -> TrainerConfig:
-    return TrainerConfig(
+    return srml_trainer(
         backend="llamafactory",
         learning_rate=4e-5,
         batch_size=512,
@@ -78,29 +68,15 @@ class SftRecipeConfig:
     """FunReason SFT: refined data, SRML loss, the chosen backend."""
 
     data: SftDataConfig = option(factory=SftDataConfig, help="training data")
-    loss: LossConfig = option(factory=LossConfig, help="SRML loss")
     model: ModelConfig = option(
         factory=lambda: ModelConfig(name_or_path="Qwen/Qwen2.5-Coder-7B-Instruct"),
         help="base model (paper: Qwen2.5-Coder-7B-Instruct)",
     )
     trainer: TrainerConfig = option(
         factory=_paper_trainer,
-        help="backend and optimisation (paper: batch 512, lr 4e-5, warm-up 0.05)",
-    )
-
-
-def make_loss(cfg: LossConfig) -> Any:
-    """The loss for the backend (None: the backend's own cross-entropy; ``trainer.loss``, when
-    set, names the loss instead of this section)."""
-    if cfg.kind == "ce":
-        return None
-    from aworld_rl_funreason.loss import SRMLLoss
-
-    return SRMLLoss(
-        cfg.alpha,
-        learnable=cfg.learnable,
-        parametrization=cfg.parametrization,
-        reduction=cfg.reduction,
+        help="backend, loss (trainer.loss=funreason.srml, trainer.loss_options.alpha=0.7, "
+        "learnable=true for v3; trainer.loss=null: plain cross-entropy) and optimisation "
+        "(paper: batch 512, lr 4e-5, warm-up 0.05)",
     )
 
 
@@ -129,7 +105,6 @@ def train_on_samples(
         trainer=cfg.trainer,
         run=run,
         train_rows=rows,
-        loss=None if cfg.trainer.loss else make_loss(cfg.loss),
     )
     result = get_trainer(cfg.trainer.backend)().train(job)
     metrics = {
@@ -137,11 +112,6 @@ def train_on_samples(
         "sft_rows": float(len(rows)),
         "skipped_no_reasoning": float(skipped),
     }
-    loss: Any = job.loss  # SRML: a module with a learnable alpha
-    if loss is not None:
-        metrics["loss_alpha"] = loss.alpha_value()
-    elif "loss_alpha" in result.metrics:
-        metrics["loss_alpha"] = result.metrics["loss_alpha"]
     return RunResult(
         metrics=metrics, outputs=dict(result.outputs), checkpoints=list(result.checkpoints)
     )
