@@ -62,6 +62,15 @@ def judge_messages(sample: FcSample, response: str) -> list[dict[str, Any]]:
     return [{"role": "user", "content": text}]
 
 
+def sample_seed(k: int, n: int, base: int | None = None) -> dict[str, int]:
+    """The sampling params of the ``k``-th of ``n`` samples: its own ``seed`` (``base + k``,
+    base 0 when unset) so the n requests differ (a cache stores n replies, a server samples n
+    times); nothing when one unseeded sample is asked for."""
+    if n == 1 and base is None:
+        return {}
+    return {"seed": (base or 0) + k}
+
+
 @dataclass(frozen=True)
 class Candidate:
     """One sampled answer to a query."""
@@ -87,11 +96,15 @@ async def sample_candidates(
     *,
     prompt: str = "bfcl",
     concurrency: int = 32,
+    seed: int | None = None,
     **sampling: Any,
 ) -> list[Candidate]:
-    """``n`` answers of the model behind ``client`` to each sample's query."""
+    """``n`` answers of the model behind ``client`` to each sample's query, the k-th with seed
+    ``seed + k`` (:func:`sample_seed`)."""
     requests = [
-        {"messages": prompt_messages(s, prompt), **sampling} for s in samples for _ in range(n)
+        {"messages": prompt_messages(s, prompt), **sampling, **sample_seed(k, n, seed)}
+        for s in samples
+        for k in range(n)
     ]
     from aworld_rl_core.llm.base import chat_many
 

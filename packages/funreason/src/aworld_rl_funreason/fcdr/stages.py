@@ -146,9 +146,14 @@ def outcome_of(status: str, item: FcdrItem, reason: str = "") -> Outcome:
 
 
 async def _ask(item: FcdrItem, ctx: StageContext, settings: FcdrSettings, hints=None) -> Any:
-    """One judge call: ``(verdict or None, text)``; no verdict is a retry while attempts last."""
+    """One judge call: ``(verdict or None, text)``; no verdict is a retry while attempts last.
+    A retry carries the attempt's seed: a new request (a cache does not answer it with the
+    reply that had no verdict)."""
     messages = judge_messages(ctx.stage, item.sample, hints)
-    reply = await ctx.client("judge").chat(messages, **dict(settings.judge_sampling))
+    sampling = dict(settings.judge_sampling)
+    if ctx.attempt > 1:
+        sampling["seed"] = ctx.seed
+    reply = await ctx.client("judge").chat(messages, **sampling)
     return parse_judge(reply.text), reply.text
 
 

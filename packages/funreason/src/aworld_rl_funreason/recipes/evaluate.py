@@ -27,6 +27,7 @@ from aworld_rl_core.runs import Run, RunResult
 from aworld_rl_core.tooluse.bfcl.loader import RELEVANCE_CATEGORIES, SINGLE_TURN_CATEGORIES
 from aworld_rl_core.tooluse.bfcl.results import DEFAULT_MODEL
 from aworld_rl_funreason.evaluation import CategoryScore, aggregate, format_table, strip_reasoning
+from aworld_rl_funreason.hdr import sample_seed
 
 CATEGORIES = SINGLE_TURN_CATEGORIES + RELEVANCE_CATEGORIES
 PROTOCOLS = {
@@ -146,7 +147,8 @@ async def _generate(cfg: EvalConfig, entries: list[Any], run: Run) -> list[dict[
         if client is None:
             text = ground_truth_text(entry, cfg.protocol)
         else:
-            completion = await client.chat(prompt_messages(entry))
+            seed = sample_seed(k, cfg.num_samples, cfg.generator.seed)  # n distinct requests
+            completion = await client.chat(prompt_messages(entry), **seed)
             text, usage = completion.text or "", completion.usage or {}
         latency = time.perf_counter() - start
         answer = answer_of(text, cfg.protocol)

@@ -123,7 +123,12 @@ async def _sample(cfg: SelfRefineConfig, model_path: str, queries: list[FcSample
     client = _sampler_for(cfg, model_path)
     try:
         return await sample_candidates(
-            client, queries, cfg.num_samples, prompt=cfg.data.prompt, concurrency=cfg.concurrency
+            client,
+            queries,
+            cfg.num_samples,
+            prompt=cfg.data.prompt,
+            concurrency=cfg.concurrency,
+            seed=cfg.sampler.seed,
         )
     finally:
         await client.aclose()
