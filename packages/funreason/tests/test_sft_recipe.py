@@ -105,5 +105,8 @@ def test_tiny_cpu_preset_trains_with_learnable_alpha(tmp_path):
     assert result.metrics["loss_alpha"] != pytest.approx(0.7, abs=1e-7)  # alpha was trained
     assert 0.0 < result.metrics["loss_alpha"] < 1.0
     assert (result.outputs["model"] / "config.json").exists()
+    from aworld_rl_core.runs import run_output
+
+    assert run_output(tmp_path) == result.outputs["model"]  # the run stands for its model
     logged = [json.loads(x) for x in (tmp_path / "metrics.jsonl").read_text().splitlines()]
     assert any("loss_alpha" in m for m in logged)

@@ -22,9 +22,9 @@ from aworld_rl_core.config import option
 from aworld_rl_core.llm.config import LLMConfig
 from aworld_rl_core.runs import Run, RunResult
 from aworld_rl_funreason.data import FcSample, read_samples, write_jsonl
-from aworld_rl_funreason.paths import resolve_path
+from aworld_rl_funreason.paths import model_source, resolve_path
 from aworld_rl_funreason.recipes.refine import FcdrConfig, fcdr_settings
-from aworld_rl_funreason.recipes.sft import SftDataConfig, SftRecipeConfig, srml_trainer
+from aworld_rl_funreason.recipes.sft import SftDataConfig, SftRecipeConfig, paper_trainer
 
 ROUND_STATE = "round_state.json"
 """Written when a round ends; ``--resume`` skips the rounds that have one."""
@@ -63,7 +63,8 @@ class SelfRefineConfig:
     data: SelfRefineDataConfig = option(factory=SelfRefineDataConfig, help="data")
     model: ModelConfig = option(
         factory=lambda: ModelConfig(name_or_path="Qwen/Qwen2.5-Coder-7B-Instruct"),
-        help="the starting model M_0 (the SFT output)",
+        help="the starting model M_0: the funreason.sft run directory (its final model, "
+        "wherever the backend wrote it) or a model directory / hub id",
     )
     rounds: int = option(1, help="v1: self-refinement rounds", ge=1, resumable=True)
     t_max: int = option(10, help="v3: at most this many re-sampling rounds", ge=1, resumable=True)
@@ -94,8 +95,9 @@ class SelfRefineConfig:
     )
     replay: bool = option(False, help="v3: also train on data.path each round (paper: new only)")
     trainer: TrainerConfig = option(
-        factory=lambda: srml_trainer(backend="hf-sft", learning_rate=4e-5, batch_size=512),
-        help="SFT backend, loss (trainer.loss=funreason.srml) and optimisation for every round",
+        factory=paper_trainer,
+        help="SFT backend, loss (trainer.loss=funreason.srml) and optimisation for every round "
+        "(default: funreason.sft's, max length and epochs included)",
     )
     concurrency: int = option(32, help="requests in flight")
 
@@ -216,7 +218,7 @@ def run(cfg: SelfRefineConfig, run: Run) -> RunResult:
         raise ValueError("mode=v1 samples the training queries: set data.path")
     if cfg.mode == "v3" and not pool:
         raise ValueError("mode=v3 re-samples the hard pool: set data.hard_path")
-    model_path = cfg.model.name_or_path
+    model_path = start = model_source(cfg.model.name_or_path)  # an SFT run: its final model
     max_rounds = cfg.rounds if cfg.mode == "v1" else cfg.t_max
     history: list[dict[str, Any]] = []
     for rnd in range(1, max_rounds + 1):
@@ -268,5 +270,5 @@ def run(cfg: SelfRefineConfig, run: Run) -> RunResult:
     }
     if cfg.mode == "v3":
         metrics["pool_left"] = float(len(pool))
-    outputs = {"model": Path(model_path)} if model_path != cfg.model.name_or_path else {}
+    outputs = {"model": Path(model_path)} if model_path != start else {}
     return RunResult(metrics=metrics, outputs=outputs)

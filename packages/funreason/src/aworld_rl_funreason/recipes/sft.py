@@ -8,10 +8,14 @@ the paper's multi-GPU setting).
 
 from __future__ import annotations
 
+import dataclasses
+import json
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any, Literal
 
 from aworld_rl_core.backends.config import ModelConfig, SFTConfig, TrainerConfig
+from aworld_rl_core.backends.llamafactory.config import LlamaFactoryConfig
 from aworld_rl_core.config import option
 from aworld_rl_core.runs import Run, RunResult
 from aworld_rl_funreason.data import FcSample, read_samples, to_record, write_jsonl
@@ -52,14 +56,21 @@ def srml_trainer(**fields: Any) -> TrainerConfig:
     return TrainerConfig(loss=SRML, **fields)
 
 
-def _paper_trainer() -> TrainerConfig:
+ZERO3 = "aworld_rl_funreason:configs/deepspeed/zero3.json"
+"""DeepSpeed ZeRO-3 for LLaMA-Factory (``trainer.llamafactory.deepspeed``), shipped with us."""
+
+
+def paper_trainer() -> TrainerConfig:
+    """The paper's SFT setting (batch 512, lr 4e-5, warm-up 0.05, 8 GPUs) through LLaMA-Factory
+    with ZeRO-3; epochs (3) and max length (8192) are not stated first-hand."""
     return srml_trainer(
         backend="llamafactory",
         learning_rate=4e-5,
         batch_size=512,
-        micro_batch_size=4,
+        micro_batch_size=2,
         epochs=3.0,
         sft=SFTConfig(max_length=8192, warmup_ratio=0.05, per_turn=True),
+        llamafactory=LlamaFactoryConfig(nproc_per_node=8, deepspeed=ZERO3),
     )
 
 
@@ -72,8 +83,13 @@ class SftRecipeConfig:
         factory=lambda: ModelConfig(name_or_path="Qwen/Qwen2.5-Coder-7B-Instruct"),
         help="base model (paper: Qwen2.5-Coder-7B-Instruct)",
     )
+    dry_run: bool = option(
+        False,
+        help="print the launch (LLaMA-Factory arguments, DeepSpeed config, command) and a "
+        "per-GPU memory estimate; train nothing",
+    )
     trainer: TrainerConfig = option(
-        factory=_paper_trainer,
+        factory=paper_trainer,
         help="backend, loss (trainer.loss=funreason.srml, trainer.loss_options.alpha=0.7, "
         "learnable=true for v3; trainer.loss=null: plain cross-entropy) and optimisation "
         "(paper: batch 512, lr 4e-5, warm-up 0.05)",
@@ -102,10 +118,12 @@ def train_on_samples(
     write_jsonl(run.dir / "sft_rows.jsonl", rows)
     job = TrainJob(
         model=model or cfg.model,
-        trainer=cfg.trainer,
+        trainer=with_deepspeed_path(cfg.trainer),
         run=run,
         train_rows=rows,
     )
+    if cfg.dry_run:
+        return dry_run(job)
     result = get_trainer(cfg.trainer.backend)().train(job)
     metrics = {
         **result.metrics,
@@ -114,6 +132,81 @@ def train_on_samples(
     }
     return RunResult(
         metrics=metrics, outputs=dict(result.outputs), checkpoints=list(result.checkpoints)
+    )
+
+
+def with_deepspeed_path(trainer: TrainerConfig) -> TrainerConfig:
+    """``trainer`` with a ``package:rel/path`` DeepSpeed config resolved to a file path."""
+    spec = trainer.llamafactory.deepspeed
+    if not spec:
+        return trainer
+    lf = dataclasses.replace(trainer.llamafactory, deepspeed=str(resolve_path(spec)))
+    return dataclasses.replace(trainer, llamafactory=lf)
+
+
+def memory_estimate(job: Any) -> dict[str, float]:
+    """Per-GPU GiB of this job (core's ``backends.memory``): ZeRO-3 when its DeepSpeed config
+    says stage 3; LLaMA-Factory checkpoints activations unless told not to, hf-sft does not."""
+    from aworld_rl_core.backends.memory import model_shape, sft_memory_per_gpu
+
+    trainer = job.trainer
+    lf = trainer.llamafactory
+    on_lf = trainer.backend == "llamafactory"
+    stage = 0
+    if on_lf and lf.deepspeed:
+        stage = json.loads(Path(lf.deepspeed).read_text(encoding="utf-8"))["zero_optimization"][
+            "stage"
+        ]
+    return sft_memory_per_gpu(
+        model_shape(job.model.name_or_path),
+        gpus=lf.nproc_per_node if on_lf else 1,
+        micro_batch=trainer.micro_batch_size,
+        seq_len=trainer.sft.max_length,
+        zero3=stage == 3,
+        gradient_checkpointing=on_lf
+        and not lf.extra_args.get("disable_gradient_checkpointing", False),
+    )
+
+
+def dry_run(job: Any) -> RunResult:
+    """Print and save (``launch.md``) what the job would launch, with the memory estimate."""
+    import yaml
+
+    from aworld_rl_core.backends.llamafactory.launch import build_train_args, command
+
+    trainer, run = job.trainer, job.run
+    lines = [f"# funreason.sft dry run ({trainer.backend})", ""]
+    if trainer.backend == "llamafactory":
+        lf = trainer.llamafactory
+        args = build_train_args(
+            job, run.dir / "llamafactory" / "data", has_eval=False, resume_from=None
+        )
+        cmd = command(lf.python or "python", lf.nproc_per_node, run.dir / "llamafactory/spec.json")
+        lines += ["## command", "", "    " + " ".join(map(str, cmd)), ""]
+        lines += [
+            "## LLaMA-Factory arguments",
+            "",
+            "```yaml",
+            yaml.safe_dump(args, sort_keys=False),
+            "```",
+        ]
+        if lf.deepspeed:
+            lines += [
+                "## DeepSpeed config",
+                "",
+                "```json",
+                Path(lf.deepspeed).read_text(encoding="utf-8"),
+                "```",
+            ]
+    memory = memory_estimate(job)
+    lines += ["## memory per GPU (estimate, GiB)", "", "| part | GiB |", "|---|---|"]
+    lines += [f"| {k.removesuffix('_gib')} | {v:.1f} |" for k, v in memory.items()]
+    text = "\n".join(lines) + "\n"
+    (run.dir / "launch.md").write_text(text, encoding="utf-8")
+    print(text)
+    return RunResult(
+        metrics={f"memory/{k}": v for k, v in memory.items()},
+        outputs={"launch": run.dir / "launch.md"},
     )
 
 
