@@ -85,6 +85,7 @@ def _cfg(server, pool, *extra):
     sampler = {"provider": "openai", "model": "policy", "base_url": server.base_url}
     overrides = [
         "mode=v3",
+        "demo_sampler=false",  # the policy is this test's server
         f"data.hard_path={pool}",
         "data.path=",
         "data.limit=null",
@@ -147,12 +148,27 @@ def test_v3_majority_accepts_what_unanimity_rejects(tmp_path):
     assert sorted(s.meta["sampled_from"] for s in accepted) == ["fcdr-1", "fcdr-6"]
 
 
-def test_v1_tiny_cpu_preset_runs(tmp_path):
+def test_v1_tiny_cpu_preset_trains_a_round(tmp_path):
+    import math
+
     cfg = load_config(SelfRefineConfig, preset="tiny-cpu", presets=PRESETS)
     result, _ = execute("funreason.self-refine", run, cfg, output_dir=tmp_path, quiet=True)
-    assert result.metrics["rounds"] == 1.0
-    rows = (tmp_path / "round-1/new_samples.jsonl").read_text().splitlines()
-    assert result.metrics["accepted_total"] == float(len(rows))
+    assert result.metrics == {"rounds": 1.0, "accepted_total": 1.0}  # Paris kept, Rome broken
+    [row] = [
+        json.loads(x) for x in (tmp_path / "round-1/new_samples.jsonl").read_text().splitlines()
+    ]
+    assert (
+        row["answer"] == "[get_weather(city='Paris')]" and row["meta"]["sampled_from"] == "fcdr-1"
+    )
+    assert (result.outputs["model"] / "config.json").exists()
+    assert list((tmp_path / "round-1/checkpoints").glob("checkpoint-*"))
+    [logged] = [
+        json.loads(x)
+        for x in (tmp_path / "metrics.jsonl").read_text().splitlines()
+        if "accepted" in x
+    ]
+    assert logged["trained"] == 1.0 and math.isfinite(logged["train_loss"])
+    assert "SCRIPTED server" in (tmp_path / "report.md").read_text()
 
 
 def test_v1_fcdr_keeps_only_answers_that_pass_unchanged(tmp_path):

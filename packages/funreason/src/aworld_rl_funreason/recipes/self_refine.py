@@ -100,6 +100,12 @@ class SelfRefineConfig:
         "(default: funreason.sft's, max length and epochs included)",
     )
     concurrency: int = option(32, help="requests in flight")
+    demo_sampler: bool = option(
+        False,
+        help="DEMO ONLY: sample from a scripted OpenAI-compatible server the recipe starts (each "
+        "query's reference answer, every second one broken), not from the model: tries the loop "
+        "on a CPU (aworld_rl_funreason.demo)",
+    )
 
 
 def _sampler_for(cfg: SelfRefineConfig, model_path: str) -> Any:
@@ -191,8 +197,8 @@ async def _filter_v3(cfg: SelfRefineConfig, candidates: list[Any], tag: str) -> 
 
 def _train_round(
     cfg: SelfRefineConfig, run: Run, rnd: int, samples: list[FcSample], model_path: str
-) -> str:
-    """SFT the current model on ``samples``; the new model's directory."""
+) -> tuple[str, float]:
+    """SFT the current model on ``samples``; the new model's directory and its training loss."""
     from aworld_rl_funreason.recipes.sft import train_on_samples
 
     sub = Run(run.dir / f"round-{rnd}", name=f"{run.name}/round-{rnd}", quiet=run.quiet)
@@ -201,7 +207,7 @@ def _train_round(
         result = train_on_samples(samples, _sft_config(cfg), sub, model=model)
     finally:
         sub.close()
-    return str(result.outputs["model"])
+    return str(result.outputs["model"]), float(result.metrics.get("train_loss", float("nan")))
 
 
 def _read(spec: str, limit: int | None) -> list[FcSample]:
@@ -210,6 +216,25 @@ def _read(spec: str, limit: int | None) -> list[FcSample]:
 
 def run(cfg: SelfRefineConfig, run: Run) -> RunResult:
     """Run the rounds; every round's new data and model land under ``round-<t>/``."""
+    if not cfg.demo_sampler:
+        return _rounds(cfg, run)
+    from aworld_rl_core.llm.scripted_server import ScriptedLLMServer
+    from aworld_rl_funreason.demo import MODEL, DemoSampler
+
+    queries = _read(cfg.data.path, cfg.data.limit) + _read(cfg.data.hard_path, cfg.data.limit)
+    with ScriptedLLMServer(DemoSampler(queries), model=MODEL) as server:
+        sampler = dataclasses.replace(
+            cfg.sampler, provider="openai", base_url=server.base_url, model=MODEL
+        )
+        run.add_section(
+            "Demo sampler",
+            "The answers were sampled from a SCRIPTED server (aworld_rl_funreason.demo: the "
+            "references, every second one broken), not from the model.",
+        )
+        return _rounds(dataclasses.replace(cfg, sampler=sampler), run)
+
+
+def _rounds(cfg: SelfRefineConfig, run: Run) -> RunResult:
     if cfg.num_samples < 1:
         raise ValueError(f"num_samples must be >= 1, got {cfg.num_samples}")
     train = _read(cfg.data.path, cfg.data.limit)
@@ -243,15 +268,16 @@ def run(cfg: SelfRefineConfig, run: Run) -> RunResult:
             pool = [q for q in pool if q.id not in solved]
             write_jsonl(round_dir / "hard_pool.jsonl", [q.to_dict() for q in pool])
         data = new + (train if cfg.mode == "v3" and cfg.replay and new else [])
-        trained = bool(new)
+        trained, loss = bool(new), float("nan")
         if trained:
-            model_path = _train_round(cfg, run, rnd, data, model_path)
+            model_path, loss = _train_round(cfg, run, rnd, data, model_path)
         stats = {
             "round": rnd,
             "candidates": len(candidates),
             "accepted": len(new),
             "pool_left": len(pool) if cfg.mode == "v3" else 0,
             "trained": float(trained),
+            "train_loss": loss,
         }
         history.append(stats)
         run.log({k: float(v) for k, v in stats.items() if k != "round"}, step=rnd)
