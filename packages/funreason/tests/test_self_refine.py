@@ -171,6 +171,17 @@ def test_v1_tiny_cpu_preset_trains_a_round(tmp_path):
     assert "SCRIPTED server" in (tmp_path / "report.md").read_text()
 
 
+def test_accepted_answers_are_written_in_canonical_form():
+    from aworld_rl_funreason.data import read_samples
+    from aworld_rl_funreason.hdr import Candidate
+    from aworld_rl_funreason.paths import resolve_path
+
+    [paris] = read_samples(resolve_path("aworld_rl_funreason:sample_data/fcdr_tiny.jsonl"), 1)
+    text = '<think>Paris.</think>\n\n[ get_weather( city = "Paris" )]'
+    sample = Candidate(paris, 0, text).as_sample("r1")
+    assert sample.answer == "[get_weather(city='Paris')]" and sample.reasoning == "Paris."
+
+
 def test_v1_fcdr_keeps_only_answers_that_pass_unchanged(tmp_path):
     import asyncio
 

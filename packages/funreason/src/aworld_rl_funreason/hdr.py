@@ -80,7 +80,10 @@ class Candidate:
     text: str
 
     def as_sample(self, tag: str) -> FcSample:
+        """The answer as a training sample; a valid call list in canonical form."""
         reasoning, answer = split_response(self.text)
+        canonical, _ = validate_call_list(answer, self.source.tools)
+        answer = canonical or answer
         return self.source.with_(
             id=f"{self.source.id}#{tag}s{self.index}",
             answer=answer,
