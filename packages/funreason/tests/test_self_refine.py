@@ -132,6 +132,31 @@ def test_v3_rounds_shrink_the_pool_and_train_on_accepted(tmp_path):
     assert again.outputs["model"] == result.outputs["model"]
 
 
+def test_a_killed_round_resumes_inside_the_round(tmp_path):
+    pool = _write_pool(tmp_path)
+    with ScriptedLLMServer(_server_reply) as server:
+        cfg = _cfg(server, pool, "t_max=1")
+        first, _ = execute(
+            "funreason.self-refine", run, cfg, output_dir=tmp_path / "run", quiet=True
+        )
+        asked = len(server.chat_bodies)
+        # killed while training round 1: its answers and verdicts are in the sinks
+        (tmp_path / "run/round-1" / "round_state.json").unlink()
+        again, _ = execute(
+            "funreason.self-refine", run, cfg, output_dir=tmp_path / "run", resume=True, quiet=True
+        )
+        assert len(server.chat_bodies) == asked  # no model or judge asked again
+    assert asked == 3 + 2 * 3  # 3 answers; 2 parse, each judged by 3 judges
+    verdicts = (tmp_path / "run/round-1/verdicts.jsonl").read_text().splitlines()
+    assert len(verdicts) == 3 and again.metrics == first.metrics
+    steps = [
+        json.loads(x)
+        for x in (tmp_path / "run/round-1/metrics.jsonl").read_text().splitlines()
+        if '"loss"' in x
+    ]
+    assert [s["step"] for s in steps] == [1]  # training resumed from checkpoint-1: no new step
+
+
 def test_v3_majority_accepts_what_unanimity_rejects(tmp_path):
     pool = _write_pool(tmp_path)
     with ScriptedLLMServer(_server_reply) as server:

@@ -125,7 +125,9 @@ def _sft_config(cfg: SelfRefineConfig) -> SftRecipeConfig:
     )
 
 
-async def _sample(cfg: SelfRefineConfig, model_path: str, queries: list[FcSample]) -> list[Any]:
+async def _sample(
+    cfg: SelfRefineConfig, model_path: str, queries: list[FcSample], path: Path | None = None
+) -> list[Any]:
     from aworld_rl_funreason.hdr import sample_candidates
 
     client = _sampler_for(cfg, model_path)
@@ -137,60 +139,69 @@ async def _sample(cfg: SelfRefineConfig, model_path: str, queries: list[FcSample
             prompt=cfg.data.prompt,
             concurrency=cfg.concurrency,
             seed=cfg.sampler.seed,
+            path=path,
         )
     finally:
         await client.aclose()
 
 
-async def _filter_v1(cfg: SelfRefineConfig, candidates: list[Any], tag: str) -> list[FcSample]:
+def _verdict_key(c: Any) -> str:
+    return f"{c.source.id}#{c.index}"
+
+
+async def _filter_v1(
+    cfg: SelfRefineConfig, candidates: list[Any], tag: str, path: Path | None = None
+) -> list[FcSample]:
     """FCDR over the sampled answers; the ones that pass unchanged (an answer the judge would
-    have to rewrite no longer matches the model's reasoning, so it is not used)."""
+    have to rewrite no longer matches the model's reasoning, so it is not used). With
+    ``path`` the verdicts go to a resumable sink."""
     from aworld_rl_core.llm.factory import make_client
     from aworld_rl_funreason.fcdr.stages import refine_sample
+    from aworld_rl_funreason.hdr import run_resumable
 
     judge = make_client(cfg.judge) if cfg.fcdr.judge == "llm" else None
     settings = dataclasses.replace(
         fcdr_settings(cfg.fcdr), generate_cot=False, answer_fail="hard_pool"
     )
-    sem = asyncio.Semaphore(cfg.concurrency)
 
-    async def one(c: Any) -> Any:
-        async with sem:
-            return await refine_sample(c.as_sample(tag), judge, settings)
+    async def one(c: Any) -> dict[str, Any]:
+        out = await refine_sample(c.as_sample(tag), judge, settings)
+        kept = out.status == "kept" and bool(out.sample.reasoning)
+        return {"kept": kept, "sample": out.sample.to_dict(), "reason": out.reason}
 
     try:
-        outcomes = await asyncio.gather(*(one(c) for c in candidates))
+        verdicts = await run_resumable(candidates, _verdict_key, one, path, cfg.concurrency)
     finally:
         if judge is not None:
             await judge.aclose()
-    return [o.sample for o in outcomes if o.status == "kept" and o.sample.reasoning]
+    return [FcSample.from_dict(v["sample"]) for v in verdicts if v["kept"]]
 
 
-async def _filter_v3(cfg: SelfRefineConfig, candidates: list[Any], tag: str) -> list[FcSample]:
-    """Judge-panel vote; the first accepted answer per query."""
+async def _filter_v3(
+    cfg: SelfRefineConfig, candidates: list[Any], tag: str, path: Path | None = None
+) -> list[FcSample]:
+    """Judge-panel vote; the first accepted answer per query (``path``: a resumable sink)."""
     from aworld_rl_core.llm.factory import make_client
-    from aworld_rl_funreason.hdr import judge_candidate
+    from aworld_rl_funreason.hdr import judge_candidate, run_resumable
 
     judges = [make_client(j) for j in cfg.judges]
     if not judges:
         raise ValueError("mode=v3 needs at least one judge in `judges`")
-    sem = asyncio.Semaphore(cfg.concurrency)
 
-    async def one(c: Any) -> bool:
-        async with sem:
-            kept, _, _ = await judge_candidate(
-                c, judges, threshold=cfg.threshold, rule=cfg.vote, deterministic=cfg.deterministic
-            )
-            return kept
+    async def one(c: Any) -> dict[str, Any]:
+        kept, scores, why = await judge_candidate(
+            c, judges, threshold=cfg.threshold, rule=cfg.vote, deterministic=cfg.deterministic
+        )
+        return {"kept": kept, "scores": scores, "reason": why}
 
     try:
-        verdicts = await asyncio.gather(*(one(c) for c in candidates))
+        verdicts = await run_resumable(candidates, _verdict_key, one, path, cfg.concurrency)
     finally:
         for j in judges:
             await j.aclose()
     accepted: dict[str, FcSample] = {}
-    for c, ok in zip(candidates, verdicts, strict=True):
-        if ok and c.source.id not in accepted:
+    for c, v in zip(candidates, verdicts, strict=True):
+        if v["kept"] and c.source.id not in accepted:
             accepted[c.source.id] = c.as_sample(tag)
     return list(accepted.values())
 
@@ -201,7 +212,9 @@ def _train_round(
     """SFT the current model on ``samples``; the new model's directory and its training loss."""
     from aworld_rl_funreason.recipes.sft import train_on_samples
 
-    sub = Run(run.dir / f"round-{rnd}", name=f"{run.name}/round-{rnd}", quiet=run.quiet)
+    sub = Run(  # resumed: the round's training continues from its latest checkpoint
+        run.dir / f"round-{rnd}", name=f"{run.name}/round-{rnd}", quiet=run.quiet, resume=run.resume
+    )
     try:
         model = dataclasses.replace(cfg.model, name_or_path=model_path)
         result = train_on_samples(samples, _sft_config(cfg), sub, model=model)
@@ -259,9 +272,10 @@ def _rounds(cfg: SelfRefineConfig, run: Run) -> RunResult:
             history.append(stats)
             continue
         tag = f"r{rnd}"
-        candidates = asyncio.run(_sample(cfg, model_path, queries))
+        # sampled answers and verdicts go to sinks: a killed round resumes without re-asking
+        candidates = asyncio.run(_sample(cfg, model_path, queries, round_dir / "samples.jsonl"))
         filt = _filter_v1 if cfg.mode == "v1" else _filter_v3
-        new = asyncio.run(filt(cfg, candidates, tag))
+        new = asyncio.run(filt(cfg, candidates, tag, round_dir / "verdicts.jsonl"))
         write_jsonl(round_dir / "new_samples.jsonl", [s.to_dict() for s in new])
         if cfg.mode == "v3":
             solved = {s.meta["sampled_from"] for s in new}
