@@ -428,3 +428,26 @@ def test_from_bfcl_multi_turn_keeps_pending_turns_and_needs_function_docs():
     assert record.messages == [{"role": "user", "content": "a"}]
     assert record.metadata["pending_turns"] == [[{"role": "user", "content": "b"}]]
     assert record.metadata["involved_classes"] == ["GorillaFileSystem"]
+
+
+def test_records_hold_image_content_parts_and_text_writers_refuse_them():
+    user = [{"type": "image", "image": "shot.png"}, {"type": "text", "text": "Where?"}]
+    record = ToolUseRecord(
+        messages=[{"role": "user", "content": user}, {"role": "assistant", "content": "ok"}]
+    )
+    assert record.messages[0]["content"] == user
+    with pytest.raises(RecordError, match="train vision-language records with trainer.backend"):
+        to_sharegpt(record)
+    texts = [{"type": "text", "text": "a"}, {"type": "text", "text": "b"}]
+    only_text = ToolUseRecord(
+        messages=[{"role": "user", "content": texts}, {"role": "assistant", "content": "ok"}]
+    )
+    assert to_sharegpt(only_text)["conversations"][0] == {"from": "human", "value": "ab"}
+    for part, message in [
+        ({"type": "video", "video": "v.mp4"}, r"content\[0\] must be a content part"),
+        ({"type": "image"}, "an image part needs 'image'"),
+        ({"type": "image_url", "image_url": {}}, "needs image_url.url"),
+        ({"type": "text", "text": 3}, "a text part needs a string 'text'"),
+    ]:
+        with pytest.raises(RecordError, match=message):
+            ToolUseRecord(messages=[{"role": "user", "content": [part]}])

@@ -121,3 +121,22 @@ def test_reasoning_text_without_reasoning_tokens_raises():
 
     with pytest.raises(SegmentError, match="no 'think' token was marked"):
         label_segments(BrokenOffsets(), torch.tensor([[1, 2, 3]]))
+
+
+def test_label_segments_blocks_ignored_positions_and_partition():
+    """Two blocks and an unclosed one (a cut sample); ignored positions are never marked;
+    think and call partition the supervised positions."""
+    tok = tiny_tokenizer()
+    text = "<think>a</think>b<think>c</think>d<think>e"
+    ids = tok.encode(text, add_special_tokens=False)
+    labels = torch.tensor([[IGNORE_INDEX, *ids, IGNORE_INDEX]])
+    seg = label_segments(tok, labels)
+    think = seg["think"][0].int().tolist()
+    pieces = [tok.decode([i]) for i in ids]
+    expected = [int(p not in ("b", "d")) for p in pieces]
+    assert think == [0, *expected, 0]
+    supervised = labels != IGNORE_INDEX
+    assert not (seg["think"] & seg["call"]).any()
+    assert ((seg["think"] | seg["call"]) == supervised).all()
+    with pytest.raises(ValueError, match="batch, length"):
+        label_segments(tok, torch.tensor([1, 2]))

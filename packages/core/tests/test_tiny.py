@@ -150,6 +150,7 @@ def test_tiny_vl_model_takes_an_image_on_cpu():
     assert tuple(inputs["pixel_values"].shape) == (216, 1176)  # 12*18 patches, 3*2*14*14
     n_pad = int((inputs["input_ids"] == 151655).sum())
     assert n_pad == 12 * 18 // 4  # merged 2x2
+    assert torch.equal(inputs["mm_token_type_ids"], (inputs["input_ids"] == 151655).long())
     with torch.no_grad():
         out = vl.model(**inputs)
     assert out.logits.shape == (1, inputs["input_ids"].shape[1], 151669)

@@ -11,7 +11,6 @@ from aworld_rl_funreason.loss import (
     LearnableAlpha,
     SRMLLoss,
     srml_loss,
-    think_mask_from_labels,
 )
 
 LN2 = math.log(2.0)
@@ -129,51 +128,55 @@ def test_hook_needs_think_segment():
         SRMLLoss()(logits, labels, {"call": labels > 0})
 
 
-def test_think_mask_single_token_tags():
-    # 7 = <think>, 8 = </think>
+def _think(texts_by_row, prompt="Q?"):
+    """Labels of rows (an ignored prompt, then the supervised text) and core's think mask over
+    the supervised part, as the text of the marked and unmarked tokens."""
+    from aworld_rl_core.models import tiny_tokenizer
+    from aworld_rl_core.segments import IGNORE_INDEX, label_segments
+
+    tok = tiny_tokenizer()
+    head = tok.encode(prompt, add_special_tokens=False)
+    rows = [tok.encode(t, add_special_tokens=False) for t in texts_by_row]
+    width = len(head) + max(map(len, rows))
     labels = torch.tensor(
         [
-            [-100, 7, 3, 4, 8, 5, 6],
-            [-100, -100, 3, 8, 5, 6, -100],  # prompt opened the reasoning
-            [-100, 5, 6, 6, 6, 6, 6],  # no reasoning
-            [-100, 7, 3, 3, 3, 3, 3],  # truncated inside the reasoning
+            [IGNORE_INDEX] * len(head) + r + [IGNORE_INDEX] * (width - len(head) - len(r))
+            for r in rows
         ]
     )
-    got = think_mask_from_labels(labels, [7], [8])
-    want = torch.tensor(
+    mask = label_segments(tok, labels)["think"]
+    assert not mask[:, : len(head)].any()  # the prompt is never reasoning
+    out = []
+    for r, m in zip(rows, mask[:, len(head) :].tolist(), strict=True):
+        bits = m[: len(r)]  # the row's own tokens (the rest is padding)
+        picked = [[t for t, b in zip(r, bits, strict=True) if b == flag] for flag in (1, 0)]
+        out.append((tok.decode(picked[0]), tok.decode(picked[1])))
+    return out
+
+
+def test_think_mask_blocks_a_reasoning_opened_by_the_prompt_and_truncation():
+    assert _think(
         [
-            [F_, T, T, T, T, F_, F_],
-            [F_, F_, T, T, F_, F_, F_],
-            [F_] * 7,
-            [F_, T, T, T, T, T, T],
+            "<think>ab</think>cd",
+            "ab</think>cd",  # the prompt opened the reasoning
+            "cd efgh",  # no reasoning
+            "<think>ab cd ef",  # truncated inside the reasoning
         ]
-    )
-    assert torch.equal(got, want)
+    ) == [
+        ("<think>ab</think>", "cd"),
+        ("ab</think>", "cd"),
+        ("", "cd efgh"),
+        ("<think>ab cd ef", ""),
+    ]
 
 
-def test_think_mask_multi_token_tags_and_two_blocks():
-    # <think> = (1, 2), </think> = (1, 3, 2)
-    labels = torch.tensor([[1, 2, 9, 1, 3, 2, 5, 1, 2, 9, 1, 3, 2, 6]])
-    got = think_mask_from_labels(labels, [1, 2], [1, 3, 2])
-    want = torch.tensor([[T] * 6 + [F_] + [T] * 6 + [F_]])
-    assert torch.equal(got, want)
+def test_think_mask_two_blocks():
+    [(think, rest)] = _think(["<think>x</think>y<think>x</think>z"])
+    assert (think, rest) == ("<think>x</think><think>x</think>", "yz")
 
 
 def test_think_mask_with_the_qwen3_tokenizer_matches_the_text():
-    from aworld_rl_core.models import tiny_tokenizer
-    from aworld_rl_funreason.loss import tag_token_ids
-
-    tok = tiny_tokenizer()
     target = "<think>\nweather in Paris: get_weather\n</think>\n\n[get_weather(city='Paris')]"
-    prompt_ids = tok.encode("Weather in Paris?", add_special_tokens=False)
-    target_ids = tok.encode(target, add_special_tokens=False)
-    labels = torch.tensor([[-100] * len(prompt_ids) + target_ids])
-    mask = think_mask_from_labels(
-        labels, tag_token_ids(tok, "<think>"), tag_token_ids(tok, "</think>")
-    )
-    think_ids = [t for t, m in zip(labels[0].tolist(), mask[0].tolist(), strict=True) if m]
-    rest = [
-        t for t, m in zip(target_ids, mask[0, len(prompt_ids) :].tolist(), strict=True) if not m
-    ]
-    assert tok.decode(think_ids) == "<think>\nweather in Paris: get_weather\n</think>"
-    assert tok.decode(rest) == "\n\n[get_weather(city='Paris')]"
+    [(think, rest)] = _think([target], prompt="Weather in Paris?")
+    assert think == "<think>\nweather in Paris: get_weather\n</think>"
+    assert rest == "\n\n[get_weather(city='Paris')]"

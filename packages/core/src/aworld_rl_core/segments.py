@@ -31,9 +31,14 @@ class SegmentError(AworldError):
 
 def tag_spans(text: str, open_tag: str, close_tag: str) -> list[Span]:
     """Character spans ``[start, end)`` of ``open_tag ... close_tag`` blocks, tags included; an
-    unclosed block runs to the end of the text."""
+    unclosed block runs to the end of the text, and a close tag before any open tag ends a block
+    that began before the text (a template whose generation prompt opens the reasoning)."""
     pattern = re.compile(re.escape(open_tag) + r".*?(?:" + re.escape(close_tag) + r"|\Z)", re.S)
-    return [m.span() for m in pattern.finditer(text)]
+    spans = [m.span() for m in pattern.finditer(text)]
+    first_close = text.find(close_tag)
+    if first_close >= 0 and (not spans or first_close < spans[0][0]):
+        spans.insert(0, (0, first_close + len(close_tag)))
+    return spans
 
 
 def tokens_in(offsets: Sequence[tuple[int, int]], spans: Sequence[Span]) -> list[int]:
@@ -103,7 +108,7 @@ def label_segments(
         raise ValueError(f"labels must be [batch, length], got shape {tuple(labels.shape)}")
     masks = {name: torch.zeros(labels.shape, dtype=torch.bool) for name in segments}
     for b, row in enumerate(labels.tolist()):
-        for start, end in _runs([t != ignore_index for t in row]):
+        for start, end in runs([t != ignore_index for t in row]):
             text, offsets = token_offsets(tokenizer, row[start:end])
             marked = text_masks(text, offsets, segments)
             require_marked(text, marked, segments)
@@ -136,7 +141,7 @@ def shift_segments(logits: Any, labels: Any, masks: Mapping[str, Any]) -> tuple[
     return logits[:, :-1, :], labels, out
 
 
-def _runs(bits: Sequence[bool]) -> list[Span]:
+def runs(bits: Sequence[Any]) -> list[Span]:
     """[start, end) index ranges where ``bits`` is true."""
     runs, start = [], None
     for i, bit in enumerate([*bits, False]):

@@ -1,5 +1,8 @@
 """SRML (v1) / SSB (v3): cross-entropy mixed as ``alpha * L_think + (1 - alpha) * L_result``.
 
+The reasoning mask comes from core's segment marker (``segments["think"]``, found in the
+supervised text by character offsets in every SFT backend).
+
 Plain SFT weights each part by its token share, so the ~10x longer reasoning drowns the call.
 SRML averages the token losses of each part separately, then mixes the two means with ``alpha``.
 """
@@ -7,18 +10,20 @@ SRML averages the token losses of each part separately, then mixes the two means
 from __future__ import annotations
 
 import math
-from collections.abc import Mapping, Sequence
+from collections.abc import Mapping
 from typing import Literal
 
 import torch
 import torch.nn.functional as F
+
+from aworld_rl_core.segments import IGNORE_INDEX
 
 Reduction = Literal["per_sample", "pooled"]
 DEFAULT_ALPHA = 0.7
 
 
 def token_cross_entropy(
-    logits: torch.Tensor, labels: torch.Tensor, ignore_index: int = -100
+    logits: torch.Tensor, labels: torch.Tensor, ignore_index: int = IGNORE_INDEX
 ) -> torch.Tensor:
     """Per-token cross-entropy ``[B, T]`` (0 where the label is ``ignore_index``)."""
     vocab = logits.shape[-1]
@@ -51,7 +56,7 @@ def srml_loss(
     alpha: float | torch.Tensor = DEFAULT_ALPHA,
     *,
     reduction: Reduction = "per_sample",
-    ignore_index: int = -100,
+    ignore_index: int = IGNORE_INDEX,
 ) -> torch.Tensor:
     """The SRML loss; ``logits[b, t]`` predicts ``labels[b, t]`` (the caller shifts).
 
@@ -129,74 +134,6 @@ class LearnableAlpha(torch.nn.Module):
         return self.raw.clamp(0.0, 1.0)
 
 
-def _find(seq: list[int], pattern: list[int], start: int) -> int:
-    """First index >= start where ``pattern`` occurs in ``seq``, else -1."""
-    n, first = len(pattern), pattern[0]
-    i = start
-    while True:
-        try:
-            i = seq.index(first, i)
-        except ValueError:
-            return -1
-        if seq[i : i + n] == pattern:
-            return i
-        i += 1
-
-
-def think_mask_from_labels(
-    labels: torch.Tensor,
-    open_ids: Sequence[int],
-    close_ids: Sequence[int],
-    *,
-    ignore_index: int = -100,
-) -> torch.Tensor:
-    """Mark ``<think>`` ... ``</think>`` (inclusive) in tokenized labels ``[B, T]``.
-
-    ``open_ids`` / ``close_ids`` are the token ids of the two tags (one id each for tokenizers
-    where they are special tokens; several otherwise). A close tag with no open tag before it
-    marks from the first valid label (the prompt already opened the reasoning); an open tag
-    without a close marks through the last valid label (a truncated sample). Every reasoning
-    block of a sample is marked.
-    """
-    if not open_ids or not close_ids:
-        raise ValueError("open_ids and close_ids must be non-empty token id sequences")
-    if labels.dim() != 2:
-        raise ValueError(f"labels must be [B, T], got shape {tuple(labels.shape)}")
-    open_ids, close_ids = list(open_ids), list(close_ids)
-    mask = torch.zeros_like(labels, dtype=torch.bool)
-    for b, row in enumerate(labels.tolist()):
-        valid = [i for i, tok in enumerate(row) if tok != ignore_index]
-        if not valid:
-            continue
-        pos = valid[0]
-        first = True
-        while pos < len(row):
-            o = _find(row, open_ids, pos)
-            c = _find(row, close_ids, pos)
-            if c >= 0 and (o < 0 or c < o):
-                if not first:  # a stray close tag after a complete block: not reasoning
-                    pos = c + len(close_ids)
-                    continue
-                start, end = valid[0], c + len(close_ids)
-            elif o >= 0:
-                start = o
-                c = _find(row, close_ids, o + len(open_ids))
-                end = c + len(close_ids) if c >= 0 else valid[-1] + 1
-            else:
-                break
-            mask[b, start:end] = True
-            pos, first = end, False
-    return mask & (labels != ignore_index)
-
-
-def tag_token_ids(tokenizer, tag: str) -> list[int]:
-    """The token ids of ``tag`` (``"<think>"``) in ``tokenizer``, without special tokens added."""
-    ids = tokenizer.encode(tag, add_special_tokens=False)
-    if not ids:
-        raise ValueError(f"the tokenizer encodes {tag!r} to no tokens")
-    return list(ids)
-
-
 class SRMLLoss(torch.nn.Module):
     """SRML in core's loss-hook shape: ``loss(logits, labels, segments)``, with segments["think"].
 
@@ -212,7 +149,7 @@ class SRMLLoss(torch.nn.Module):
         learnable: bool = False,
         parametrization: Literal["sigmoid", "clamp"] = "sigmoid",
         reduction: Reduction = "per_sample",
-        ignore_index: int = -100,
+        ignore_index: int = IGNORE_INDEX,
     ) -> None:
         super().__init__()
         if reduction not in ("per_sample", "pooled"):

@@ -36,7 +36,9 @@ class TrainJob:
     {"turns": 2})``), import paths or module-level callables: the verl backend rebuilds them in
     its workers, so lambdas and closures only work on the in-process backends. ``loss`` (SFT
     backends) is a registered loss name, a ``Ref``, a ``losses.Loss`` or a token-loss callable;
-    when None, ``trainer.loss`` names one (``losses.job_loss`` resolves it).
+    when None, ``trainer.loss`` names one (``losses.job_loss`` resolves it). hf-sft also takes
+    ``model_factory(model_cfg) -> (model, processor or tokenizer)`` and ``model_setup(model) ->
+    {parameter name: gradient mask}`` (import paths, Refs or callables).
     """
 
     model: ModelConfig
@@ -48,6 +50,8 @@ class TrainJob:
     rewards: Sequence[Ref | str | RewardFn] = ()
     reward_weights: Sequence[float] | None = None
     loss: Ref | str | Loss | LossFn | None = None
+    model_factory: Ref | str | Callable[..., tuple[Any, Any]] | None = None
+    model_setup: Ref | str | Callable[..., Mapping[str, Any] | None] | None = None
 
     def env_factory(self) -> EnvFactory | None:
         """``factory(row) -> Environment`` for this job's ``env`` (None without one)."""

@@ -71,6 +71,11 @@ class SFTConfig:
         help="segment kinds a token loss gets, found in the text: name -> [open tag, close tag] "
         "(an unclosed block runs to the end; 'call' = every other supervised token)",
     )
+    lr_groups: dict[str, float] = option(
+        factory=dict,
+        help="hf-sft: learning rates by parameter-name prefix (e.g. {lm_head.: 1e-4}); the "
+        "other parameters use trainer.learning_rate",
+    )
     warmup_ratio: float = option(0.0, help="LR warm-up fraction", ge=0, le=1)
     lr_scheduler: str = option("cosine", help="LR scheduler name")
 

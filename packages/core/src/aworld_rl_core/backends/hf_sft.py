@@ -1,37 +1,50 @@
-"""The ``hf-sft`` backend: transformers ``Trainer`` SFT on core records with a loss hook.
+"""The ``hf-sft`` backend: transformers ``Trainer`` SFT on core records with a pluggable loss.
 
 Labels cover only the assistant's tokens (``sft_data``); with ``trainer.sft.per_turn`` each
 assistant turn of a multi-turn sample is its own sample with the earlier turns as context.
-When ``job.loss`` is set, the loss is ``job.loss(logits, labels, segments)`` on shifted tensors
-(``logits[:, t]`` predicts ``labels[:, t]``) with ``segments = {"think", "call"}`` bool masks;
-a loss that is a ``torch.nn.Module`` with parameters (a learnable weight) is trained with the
-model and saved in every checkpoint. Checkpoints go to ``run.checkpoint_dir``; ``resume``
-continues from the latest one.
+Records with image content parts train a vision-language model through the processor-based
+``vision.VisionCollator`` (the whole conversation is one sample). The loss is the model's own
+cross-entropy, a token loss ``fn(logits, labels, segments)`` on shifted tensors
+(``logits[:, t]`` predicts ``labels[:, t]``; ``segments`` from ``aworld_rl_core.segments``) or a
+model-level ``compute_loss(model, batch) -> (loss, metrics)`` (its metrics are logged). A loss
+that is a ``torch.nn.Module`` with parameters (a learnable weight) is trained with the model
+and saved in every checkpoint.
+
+``TrainJob.model_factory`` builds ``(model, processor or tokenizer)`` from the ``ModelConfig``
+(default: ``models.load_model_and_tokenizer``, or ``load_vision_model`` for image rows);
+``TrainJob.model_setup(model)`` may freeze parameters and return gradient masks by parameter
+name (multiplied into each gradient: V2P's warm-up trains new embedding rows only);
+``trainer.sft.lr_groups`` gives parameter-name prefixes their own learning rates. Checkpoints
+go to ``run.checkpoint_dir``; ``resume`` continues from the latest one.
 """
 
 from __future__ import annotations
 
+import functools
 import logging
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
 from aworld_rl_core.backends.base import TrainJob
+from aworld_rl_core.backends.batching import DropLastInTrainingOnly, plan_batches
 from aworld_rl_core.backends.checkpoints import AtomicCheckpoints, checkpoints, latest_checkpoint
 from aworld_rl_core.backends.loss_hooks import TokenLossMixin, loss_alpha
 from aworld_rl_core.backends.sft_data import SEGMENT_PREFIX, SftCollator, build_samples
-from aworld_rl_core.errors import AworldError
-from aworld_rl_core.losses import token_loss
-from aworld_rl_core.segments import shift_segments
+from aworld_rl_core.errors import AworldError, ConfigError
+from aworld_rl_core.losses import job_loss
+from aworld_rl_core.segments import IGNORE_INDEX, shift_segments
 
 logger = logging.getLogger(__name__)
 LOSS_STATE_FILE = "loss_state.pt"
-_LOG_KEYS = {
-    "loss": "loss",
-    "grad_norm": "grad_norm",
-    "learning_rate": "lr",
-    "epoch": "epoch",
-    "loss_alpha": "loss_alpha",
-}
+MODEL_INPUTS = (
+    "input_ids",
+    "attention_mask",
+    "labels",
+    "pixel_values",
+    "image_grid_thw",
+    "mm_token_type_ids",
+)
 
 
 class HfSftBackend:
@@ -42,33 +55,25 @@ class HfSftBackend:
     def train(self, job: TrainJob) -> Any:
         from transformers import set_seed
 
-        from aworld_rl_core.models import load_model_and_tokenizer
         from aworld_rl_core.runs import RunResult
+        from aworld_rl_core.vision import has_images
 
         trainer_cfg = job.trainer
-        _check_batch_sizes(trainer_cfg)
+        plan_batches(trainer_cfg, n_rows=len(job.train_rows) or 1, rl=False)  # fail early
         set_seed(trainer_cfg.seed)
-        model, tokenizer = load_model_and_tokenizer(job.model)  # tiny:<arch> = fixed weights
-        sft = trainer_cfg.sft
-        segments = dict(sft.segments)
-        train, stats = build_samples(
-            job.train_rows,
-            tokenizer,
-            max_length=sft.max_length,
-            per_turn=sft.per_turn,
-            segments=segments,
-        )
-        if not train:
-            raise AworldError("hf-sft: no training samples with assistant tokens; check the rows")
+        vision = has_images([*job.train_rows, *job.eval_rows])
+        model, processor = build_model(job, vision=vision)
+        tokenizer = getattr(processor, "tokenizer", processor)
+        masks = setup_model(job, model)
+        if vision:
+            train, evals, stats, collator = _vision_data(job, processor)
+        else:
+            train, evals, stats, collator = _text_data(job, tokenizer)
         _report_data(job.run, stats)
-        evals, _ = build_samples(
-            job.eval_rows,
-            tokenizer,
-            max_length=sft.max_length,
-            per_turn=sft.per_turn,
-            segments=segments,
-        )
-        trainer = _make_trainer(job, model, tokenizer, train, evals)
+        trainer = _make_trainer(job, model, processor, train, evals, collator)
+        for name, param in model.named_parameters():
+            if name in masks:  # gradient masks: only the rows / entries they keep train
+                param.register_hook(functools.partial(_masked, masks[name]))
         checkpoint = _resume_checkpoint(job)  # the loss's saved state is restored with it
         output = trainer.train(resume_from_checkpoint=str(checkpoint) if checkpoint else None)
         metrics: dict[str, float] = {
@@ -88,13 +93,95 @@ class HfSftBackend:
             metrics["eval_loss"] = float(trainer.evaluate()["eval_loss"])
         model_dir = job.run.dir / "model"
         trainer.save_model(str(model_dir))
-        tokenizer.save_pretrained(str(model_dir))
+        processor.save_pretrained(str(model_dir))
         job.run.log({k: v for k, v in metrics.items() if k not in ("global_step", "loss_alpha")})
         return RunResult(
             metrics=metrics,
             outputs={"model": model_dir},
             checkpoints=checkpoints(job.run.checkpoint_dir),
         )
+
+
+def _masked(mask: Any, grad: Any) -> Any:
+    return grad * mask
+
+
+def _callable(value: Any, what: str) -> Any:
+    """A callable from an import path, a ``Ref`` (its options bound) or a callable."""
+    from aworld_rl_core.refs import Ref
+    from aworld_rl_core.registry import resolve
+
+    if isinstance(value, str):
+        return resolve(value)
+    if isinstance(value, Ref):
+        return functools.partial(resolve(value.target), *value.args, **value.kwargs)
+    if not callable(value):
+        raise ConfigError(f"{what} must be module:attr, a Ref or a callable; got {value!r}")
+    return value
+
+
+def build_model(job: TrainJob, *, vision: bool) -> tuple[Any, Any]:
+    """``(model, processor or tokenizer)``: the job's model factory, or core's loaders
+    (``tiny:<arch>`` = fixed weights)."""
+    from aworld_rl_core.models import load_model_and_tokenizer, load_vision_model
+
+    if job.model_factory is not None:
+        model, processor = _callable(job.model_factory, "TrainJob.model_factory")(job.model)
+    elif vision:
+        model, processor = load_vision_model(job.model)
+    else:
+        model, processor = load_model_and_tokenizer(job.model)
+    if vision and getattr(processor, "image_processor", None) is None:
+        raise ConfigError(
+            "the rows hold images but the model came with a tokenizer only: give a vision-"
+            "language model (e.g. tiny:qwen2_5_vl) or a model_factory that returns its processor"
+        )
+    return model, processor
+
+
+def setup_model(job: TrainJob, model: Any) -> Mapping[str, Any]:
+    """Run ``TrainJob.model_setup(model)``; the gradient masks it returns, by parameter name."""
+    if job.model_setup is None:
+        return {}
+    masks = _callable(job.model_setup, "TrainJob.model_setup")(model) or {}
+    names = {name for name, _ in model.named_parameters()}
+    unknown = sorted(set(masks) - names)
+    if unknown:
+        raise ConfigError(f"model_setup returned gradient masks for unknown parameters {unknown}")
+    return masks
+
+
+def _text_data(job: TrainJob, tokenizer: Any) -> tuple[list, list, Any, Any]:
+    sft = job.trainer.sft
+    samples = functools.partial(
+        build_samples,
+        tokenizer=tokenizer,
+        max_length=sft.max_length,
+        per_turn=sft.per_turn,
+        segments=dict(sft.segments),
+    )
+    train, stats = samples(job.train_rows)
+    if not train:
+        raise AworldError("hf-sft: no training samples with assistant tokens; check the rows")
+    evals, _ = samples(job.eval_rows)
+    features = [s.as_features() for s in train], [s.as_features() for s in evals]
+    return *features, stats, SftCollator(tokenizer.pad_token_id)
+
+
+def _vision_data(job: TrainJob, processor: Any) -> tuple[list, list, Any, Any]:
+    from aworld_rl_core.backends.sft_data import SftStats
+    from aworld_rl_core.vision import VisionCollator
+
+    sft = job.trainer.sft
+    collator = VisionCollator(processor, max_length=sft.max_length, segments=dict(sft.segments))
+    train, evals = [dict(r) for r in job.train_rows], [dict(r) for r in job.eval_rows]
+    if not train:
+        raise AworldError("hf-sft: no training rows")
+    first = collator.encode(train[0])  # fail now on a bad row, not inside the first step
+    supervised = sum(label != IGNORE_INDEX for label in first["labels"])
+    stats = SftStats(rows=len(train), samples=len(train), supervised_tokens=supervised)
+    stats.notes.append("vision rows: each conversation is one sample; counts are from row 0")
+    return train, evals, stats, collator
 
 
 def _report_data(run: Any, stats: Any) -> None:
@@ -119,28 +206,22 @@ def _resume_checkpoint(job: TrainJob) -> Path | None:
     return found
 
 
-def _check_batch_sizes(cfg: Any) -> None:
-    if cfg.micro_batch_size < 1 or cfg.batch_size % cfg.micro_batch_size:
-        raise AworldError(
-            f"trainer.batch_size={cfg.batch_size} must be a multiple of "
-            f"trainer.micro_batch_size={cfg.micro_batch_size}"
-        )
-
-
-def _training_args(job: TrainJob) -> Any:
+def training_args(job: TrainJob, n_samples: int) -> Any:
+    """transformers' ``TrainingArguments`` for the job (batches from ``plan_batches``)."""
     import torch
     from transformers import TrainingArguments
 
     cfg = job.trainer
+    plan = plan_batches(cfg, n_rows=n_samples, rl=False)
     cuda = torch.cuda.is_available()
     return TrainingArguments(
         output_dir=str(job.run.checkpoint_dir),
-        per_device_train_batch_size=cfg.micro_batch_size,
-        per_device_eval_batch_size=cfg.micro_batch_size,
-        gradient_accumulation_steps=cfg.batch_size // cfg.micro_batch_size,
+        per_device_train_batch_size=plan.micro_batch,
+        per_device_eval_batch_size=plan.micro_batch,
+        gradient_accumulation_steps=plan.accumulation,
         learning_rate=cfg.learning_rate,
-        max_steps=cfg.max_steps,
-        num_train_epochs=cfg.epochs,
+        max_steps=plan.steps,
+        dataloader_drop_last=True,  # a partial last batch is dropped (batching's rule)
         weight_decay=cfg.weight_decay,
         max_grad_norm=cfg.max_grad_norm,
         lr_scheduler_type=cfg.sft.lr_scheduler,
@@ -155,48 +236,104 @@ def _training_args(job: TrainJob) -> Any:
         bf16=cuda and job.model.dtype == "bfloat16",
         fp16=cuda and job.model.dtype == "float16",
         remove_unused_columns=False,
+        prediction_loss_only=True,
         dataloader_num_workers=0,
-        disable_tqdm=bool(getattr(job.run, "quiet", False)),
+        disable_tqdm=True,  # progress goes to the run's bar
     )
 
 
-def _make_trainer(job: TrainJob, model: Any, tokenizer: Any, train: list, evals: list) -> Any:
-    from transformers import PrinterCallback, Trainer, TrainerCallback
+def _make_trainer(
+    job: TrainJob, model: Any, processor: Any, train: list, evals: list, collator: Any
+) -> Any:
+    from transformers import PrinterCallback, Trainer
 
-    class SegmentLossTrainer(AtomicCheckpoints, TokenLossMixin, Trainer):
-        """``Trainer`` whose loss is ``job.loss(logits, labels, segments)`` when one is set."""
+    from aworld_rl_core.backends.run_log import RunLogCallback
+
+    loss = job_loss(job)
+    lr_groups = dict(job.trainer.sft.lr_groups)
+
+    class SegmentLossTrainer(AtomicCheckpoints, DropLastInTrainingOnly, TokenLossMixin, Trainer):
+        """``Trainer`` with a token loss, a model-level loss or the model's own."""
 
         loss_state_file = LOSS_STATE_FILE
+        model_loss: Any = None
+        loss_metrics: dict[str, list[float]]
 
         def pop_segment_inputs(self, inputs: dict[str, Any]) -> Any:
             keys = [k for k in inputs if k.startswith(SEGMENT_PREFIX)]
-            return {k[len(SEGMENT_PREFIX) :]: inputs.pop(k) for k in keys}
+            masks = {k[len(SEGMENT_PREFIX) :]: inputs.pop(k) for k in keys}
+            if self.token_loss is None:  # the model takes only its own inputs
+                for key in [k for k in inputs if k not in MODEL_INPUTS]:
+                    inputs.pop(key)
+            return masks
 
         def shift_and_segment(self, logits: Any, labels: Any, masks: Any) -> tuple:
             return shift_segments(logits, labels, masks)
 
-    run = job.run
+        def compute_loss(self, model, inputs, return_outputs=False, num_items_in_batch=None):
+            if self.model_loss is None:
+                return super().compute_loss(model, inputs, return_outputs, num_items_in_batch)
+            value, metrics = self.model_loss(model, dict(inputs))
+            for key, number in (metrics or {}).items():
+                self.loss_metrics.setdefault(key, []).append(float(number))
+            return (value, None) if return_outputs else value
 
-    class RunLogCallback(TrainerCallback):
-        """Sends the trainer's logs to ``run.log``."""
+        def log(self, logs: dict[str, float], *args: Any, **kwargs: Any) -> None:
+            if "loss" in logs and self.loss_metrics:  # the model-level loss's own metrics
+                logs = {**logs, **{k: sum(v) / len(v) for k, v in self.loss_metrics.items()}}
+                self.loss_metrics = {}
+            super().log(logs, *args, **kwargs)
 
-        def on_log(self, args: Any, state: Any, control: Any, logs: Any = None, **kw: Any) -> None:
-            logs = logs or {}
-            if "loss" not in logs:  # the end-of-training summary; reported by train()
-                return
-            metrics = {_LOG_KEYS[k]: float(v) for k, v in logs.items() if k in _LOG_KEYS}
-            if metrics:
-                run.log(metrics, step=state.global_step)
+        def _load_from_checkpoint(self, resume_from_checkpoint: str, model: Any = None) -> None:
+            # through from_pretrained, which maps saved key names (Qwen2.5-VL saves ``visual.*``
+            # and loads ``model.visual.*``; Trainer's own load does not map them)
+            model = model or self.model
+            if (
+                self.is_deepspeed_enabled
+                or self.is_fsdp_enabled
+                or not hasattr(model, "from_pretrained")
+            ):
+                return super()._load_from_checkpoint(resume_from_checkpoint, model)
+            saved = type(model).from_pretrained(resume_from_checkpoint, dtype=model.dtype)
+            model.load_state_dict(saved.state_dict())
 
+        def create_optimizer(self, *args: Any, **kwargs: Any) -> Any:
+            optimizer = super().create_optimizer(*args, **kwargs)
+            if lr_groups:
+                split_lr_groups(optimizer, self.model, lr_groups)
+            return optimizer
+
+    callback = RunLogCallback(job.run, desc="SFT steps", renames={"learning_rate": "lr"})
     trainer = SegmentLossTrainer(
         model=model,
-        args=_training_args(job),
-        train_dataset=[s.as_features() for s in train],
-        eval_dataset=[s.as_features() for s in evals] or None,
-        data_collator=SftCollator(tokenizer.pad_token_id),
-        processing_class=tokenizer,
-        callbacks=[RunLogCallback()],
+        args=training_args(job, len(train)),
+        train_dataset=train,
+        eval_dataset=evals or None,
+        data_collator=collator,
+        processing_class=processor,
+        callbacks=[callback],
     )
     trainer.remove_callback(PrinterCallback)  # metrics go to run.log, not stdout
-    trainer.use_token_loss(token_loss(job, "hf-sft"))
+    trainer.loss_metrics = {}
+    if loss is not None and loss.kind == "model":
+        trainer.model_loss = loss.fn
+        trainer.use_own_loss()
+    else:
+        trainer.use_token_loss(None if loss is None else loss.fn)
     return trainer
+
+
+def split_lr_groups(optimizer: Any, model: Any, lr_groups: Mapping[str, float]) -> None:
+    """Move parameters whose name starts with a prefix of ``lr_groups`` into their own groups
+    with that learning rate (before the scheduler reads the groups' rates)."""
+    names = {id(p): n for n, p in model.named_parameters()}
+    groups = []
+    for group in optimizer.param_groups:
+        by_lr: dict[float | None, list[Any]] = {}
+        for param in group["params"]:
+            name = names.get(id(param), "")
+            lr = next((v for k, v in lr_groups.items() if name.startswith(k)), None)
+            by_lr.setdefault(lr, []).append(param)
+        for lr, params in by_lr.items():
+            groups.append({**group, "params": params, **({} if lr is None else {"lr": lr})})
+    optimizer.param_groups = groups

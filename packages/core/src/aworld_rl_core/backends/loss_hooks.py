@@ -131,15 +131,18 @@ class TokenLossMixin(_Trainer):
         self.token_loss = loss
         if loss is None:
             return
-        # the loss is a per-micro-batch mean: let the Trainer divide it by the accumulation steps
-        self.loss_is_scaled_for_ga = False  # transformers >= 5.19
-        self.model_accepts_loss_kwargs = False  # older versions decide from these two
-        self.compute_loss_func = None
+        self.use_own_loss()
         import torch
 
         if isinstance(loss, torch.nn.Module):
             loss.to(self.args.device)
         self.add_callback(_loss_state_callback(loss, self.loss_state_file))
+
+    def use_own_loss(self) -> None:
+        """Our loss is a per-micro-batch mean: the Trainer divides it by the accumulation steps."""
+        self.loss_is_scaled_for_ga = False  # transformers >= 5.19
+        self.model_accepts_loss_kwargs = False  # older versions decide from these two
+        self.compute_loss_func = None
 
     def pop_segment_inputs(self, inputs: dict[str, Any]) -> Any:
         """Remove and return the batch entries the segment masks need (none by default)."""

@@ -23,6 +23,7 @@ from aworld_rl_core.segments import (
     IGNORE_INDEX,
     Span,
     require_marked,
+    runs,
     text_masks,
     tokens_in,
 )
@@ -94,18 +95,6 @@ def _encode(tokenizer: Any, text: str) -> tuple[list[int], list[tuple[int, int]]
     return list(enc["input_ids"]), [tuple(o) for o in enc["offset_mapping"]]
 
 
-def _runs(mask: Sequence[int]) -> list[tuple[int, int]]:
-    """[start, end) index ranges where ``mask`` is 1."""
-    runs, start = [], None
-    for i, bit in enumerate([*mask, 0]):
-        if bit and start is None:
-            start = i
-        elif not bit and start is not None:
-            runs.append((start, i))
-            start = None
-    return runs
-
-
 def _turn_end(text: str, start: int, eos: str | None) -> int:
     """End of an assistant turn rendered from ``start``: after its end-of-turn token."""
     if eos:
@@ -153,13 +142,13 @@ def conversation_texts(
         )
         if list(marked["input_ids"]) != ids:
             raise RecordError("the chat template's token ids differ from the rendered text's")
-        runs = _runs(marked["assistant_masks"])
-        if len(runs) != len(turns):
+        marked_runs = runs(marked["assistant_masks"])
+        if len(marked_runs) != len(turns):
             raise RecordError(
-                f"the chat template marked {len(runs)} assistant spans for {len(turns)} "
+                f"the chat template marked {len(marked_runs)} assistant spans for {len(turns)} "
                 "assistant messages; check its {% generation %} markers"
             )
-        spans = [(offsets[start][0], offsets[end - 1][1]) for start, end in runs]
+        spans = [(offsets[start][0], offsets[end - 1][1]) for start, end in marked_runs]
         if per_turn:
             return [(text[:end], [(start, end)]) for start, end in spans]
         return [(text, spans)]

@@ -125,18 +125,19 @@ def model_dir(model_cfg: ModelConfig, seed: int = 0) -> str | Path:
 def load_model_and_tokenizer(model_cfg: ModelConfig, seed: int = 0) -> tuple[Any, Any]:
     """The causal LM and tokenizer a ``ModelConfig`` names (``tiny:qwen3`` / ``tiny:qwen2``
     build the tiny random model; anything else goes to ``AutoModelForCausalLM``)."""
-    if is_tiny(model_cfg.name_or_path):
-        tiny_arch(model_cfg.name_or_path, TEXT_ARCHS)
-    tokenizer = load_tokenizer(model_cfg)
     from transformers import AutoModelForCausalLM
 
-    model = _from_pretrained(
-        AutoModelForCausalLM,
-        model_dir(model_cfg, seed),
-        "model.name_or_path",
-        dtype=_torch_dtype(model_cfg.dtype),
-    )
-    return model, tokenizer
+    return _load(AutoModelForCausalLM, model_cfg, seed, TEXT_ARCHS, load_tokenizer)
+
+
+def _load(loader: Any, model_cfg: ModelConfig, seed: int, archs: tuple, companion: Any) -> Any:
+    """``(model, companion(model_cfg))`` with the weights from :func:`model_dir`."""
+    if is_tiny(model_cfg.name_or_path):
+        tiny_arch(model_cfg.name_or_path, archs)
+    other = companion(model_cfg)
+    dtype = _torch_dtype(model_cfg.dtype)
+    source = model_dir(model_cfg, seed)
+    return _from_pretrained(loader, source, "model.name_or_path", dtype=dtype), other
 
 
 def load_processor(model_cfg: ModelConfig) -> Any:
@@ -167,15 +168,6 @@ def load_processor(model_cfg: ModelConfig) -> Any:
 
 def load_vision_model(model_cfg: ModelConfig, seed: int = 0) -> tuple[Any, Any]:
     """The vision-language model and its processor (``tiny:qwen2_5_vl``: the tiny Qwen2.5-VL)."""
-    if is_tiny(model_cfg.name_or_path):
-        tiny_arch(model_cfg.name_or_path, VISION_ARCHS)
-    processor = load_processor(model_cfg)
     from transformers import AutoModelForImageTextToText
 
-    model = _from_pretrained(
-        AutoModelForImageTextToText,
-        model_dir(model_cfg, seed),
-        "model.name_or_path",
-        dtype=_torch_dtype(model_cfg.dtype),
-    )
-    return model, processor
+    return _load(AutoModelForImageTextToText, model_cfg, seed, VISION_ARCHS, load_processor)

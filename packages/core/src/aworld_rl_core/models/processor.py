@@ -17,7 +17,9 @@ IMAGE_PAD = "<|image_pad|>"
 
 class ImageTextProcessor:
     """``processor(text=..., images=...)`` -> ``input_ids``, ``attention_mask``,
-    ``pixel_values``, ``image_grid_thw`` (images in the order their placeholders appear)."""
+    ``pixel_values``, ``image_grid_thw`` (images in the order their placeholders appear) and
+    ``mm_token_type_ids`` (1 at image pads, as ``Qwen2_5_VLProcessor`` gives them: without
+    them Qwen2.5-VL silently falls back to 1-D positions)."""
 
     def __init__(self, tokenizer: Any, image_processor: Any, *, image_token: str = IMAGE_PAD):
         self.tokenizer = tokenizer
@@ -54,7 +56,14 @@ class ImageTextProcessor:
             merge = self.image_processor.merge_size**2
             counts = iter(int(grid.prod()) // merge for grid in vision["image_grid_thw"])
             texts = [_expand(t, pad, counts) for t in texts]
-        encoded = self.tokenizer(texts, return_tensors=return_tensors, **tokenizer_kwargs)
+        encoded = dict(self.tokenizer(texts, return_tensors=return_tensors, **tokenizer_kwargs))
+        if images:
+            pad_id = self.tokenizer.convert_tokens_to_ids(pad)
+            encoded["mm_token_type_ids"] = (
+                (encoded["input_ids"] == pad_id).long()
+                if return_tensors == "pt"
+                else [[int(t == pad_id) for t in ids] for ids in encoded["input_ids"]]
+            )
         return {**encoded, **vision}
 
     def save_pretrained(self, path: str | Path) -> None:

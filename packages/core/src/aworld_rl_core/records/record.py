@@ -18,6 +18,7 @@ _MESSAGE_KEYS = {
     "tool": {"role", "content", "tool_call_id", "name"},
 }
 _RECORD_KEYS = ("id", "messages", "tools", "ground_truth", "data_source", "metadata")
+PART_TYPES = ("text", "image", "image_url")
 
 
 class RecordError(AworldError, ValueError):
@@ -28,9 +29,11 @@ class RecordError(AworldError, ValueError):
 class ToolUseRecord:
     """One tool-use sample.
 
-    ``messages``: OpenAI chat messages (``system``/``user``/``assistant``/``tool``); assistant
-    messages may carry ``tool_calls`` (``{"type": "function", "function": {"name", "arguments"}}``
-    with ``arguments`` a dict or a JSON object string) and ``reasoning_content``.
+    ``messages``: OpenAI chat messages (``system``/``user``/``assistant``/``tool``); ``content``
+    is a string or a list of content parts (``text``, ``image``, ``image_url``: see
+    ``aworld_rl_core.vision``); assistant messages may carry ``tool_calls`` (``{"type":
+    "function", "function": {"name", "arguments"}}`` with ``arguments`` a dict or a JSON object
+    string) and ``reasoning_content``.
     ``tools``: tool schemas (``{"type": "function", "function": {"name", "description",
     "parameters": <JSON Schema>}}``; a bare ``{"name", ...}`` is wrapped on construction).
     ``ground_truth``: any JSON value (for rewards and judges). ``metadata``: a JSON object.
@@ -172,11 +175,16 @@ def _check_message(message: Any, where: str) -> dict[str, Any]:
             f"{where}: unexpected keys {extra} for a {role} message; allowed: "
             + ", ".join(sorted(_MESSAGE_KEYS[role]))
         )
+    if isinstance(out.get("content"), list):
+        out["content"] = [
+            _check_part(p, f"{where}.content[{i}]") for i, p in enumerate(out["content"])
+        ]
     for key in ("content", "reasoning_content", "name", "tool_call_id"):
-        if key in out and not isinstance(out[key], str):
+        if key in out and not isinstance(out[key], (str, list) if key == "content" else str):
             raise RecordError(
-                f"{where}.{key} must be a string, got {type(out[key]).__name__} "
-                "(multimodal content parts are not supported in tool-use records)"
+                f"{where}.{key} must be a string"
+                + (" or a list of content parts" if key == "content" else "")
+                + f", got {type(out[key]).__name__}"
             )
     if role != "assistant":
         if "content" not in out:
@@ -194,6 +202,36 @@ def _check_message(message: Any, where: str) -> dict[str, Any]:
     if not any(out.get(k) for k in ("content", "reasoning_content", "tool_calls")):
         raise RecordError(f"{where}: an assistant message needs content, reasoning or tool_calls")
     return out
+
+
+def _check_part(part: Any, where: str) -> dict[str, Any]:
+    """An OpenAI content part: text, or an image (a path, bytes, PIL image or image_url)."""
+    if not isinstance(part, Mapping) or part.get("type") not in PART_TYPES:
+        raise RecordError(
+            f"{where} must be a content part with type one of {', '.join(PART_TYPES)}, got "
+            f"{part!r:.80}"
+        )
+    kind = part["type"]
+    if kind == "text" and not isinstance(part.get("text"), str):
+        raise RecordError(f"{where}: a text part needs a string 'text'")
+    if kind == "image" and part.get("image") is None:
+        raise RecordError(f"{where}: an image part needs 'image' (a path, bytes or PIL image)")
+    if kind == "image_url" and not isinstance((part.get("image_url") or {}).get("url"), str):
+        raise RecordError(f"{where}: an image_url part needs image_url.url")
+    return dict(part)
+
+
+def text_content(message: Mapping[str, Any], where: str) -> str:
+    """A message's content as text; image parts are an error (for text-only converters)."""
+    content = message.get("content") or ""
+    if isinstance(content, str):
+        return content
+    if any(p["type"] != "text" for p in content):
+        raise RecordError(
+            f"{where}: the message holds image parts, which this converter cannot write "
+            "(train vision-language records with trainer.backend=hf-sft)"
+        )
+    return "".join(p["text"] for p in content)
 
 
 def _check_call(call: Any, where: str) -> dict[str, Any]:

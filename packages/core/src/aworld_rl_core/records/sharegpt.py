@@ -17,7 +17,13 @@ from collections.abc import Iterable, Mapping
 from pathlib import Path
 from typing import Any
 
-from aworld_rl_core.records.record import RecordError, ToolUseRecord, arguments_dict, as_record
+from aworld_rl_core.records.record import (
+    RecordError,
+    ToolUseRecord,
+    arguments_dict,
+    as_record,
+    text_content,
+)
 
 TOOL_RESPONSE_JOIN = "\n</tool_response>\n<tool_response>\n"
 _THINK = re.compile(r"^\s*<think>(.*?)</think>\s*", re.DOTALL)
@@ -41,7 +47,7 @@ def to_sharegpt(item: ToolUseRecord | Mapping[str, Any]) -> dict[str, Any]:
     messages = list(record.messages)
     system = ""
     if messages[0]["role"] == "system":
-        system = messages.pop(0)["content"]
+        system = text_content(messages.pop(0), where)
     last_assistant = max(
         (i for i, m in enumerate(messages) if m["role"] == "assistant"), default=-1
     )
@@ -52,7 +58,7 @@ def to_sharegpt(item: ToolUseRecord | Mapping[str, Any]) -> dict[str, Any]:
     for message in messages[: last_assistant + 1]:
         role = message["role"]
         if role == "tool":
-            pending_tools.append(message["content"])
+            pending_tools.append(text_content(message, where))
             continue
         if pending_tools:
             turns.append({"from": "observation", "value": TOOL_RESPONSE_JOIN.join(pending_tools)})
@@ -60,7 +66,7 @@ def to_sharegpt(item: ToolUseRecord | Mapping[str, Any]) -> dict[str, Any]:
         if role == "system":
             raise RecordError(f"{where}: sharegpt allows a system message only at the start")
         if role == "user":
-            turns.append({"from": "human", "value": message["content"]})
+            turns.append({"from": "human", "value": text_content(message, where)})
         else:
             turns.append(_assistant_turn(message, where))
     for i, turn in enumerate(turns):
@@ -79,7 +85,7 @@ def to_sharegpt(item: ToolUseRecord | Mapping[str, Any]) -> dict[str, Any]:
 
 
 def _assistant_turn(message: Mapping[str, Any], where: str) -> dict[str, str]:
-    text = message.get("content", "")
+    text = text_content(message, where)
     if message.get("reasoning_content"):
         text = f"<think>\n{message['reasoning_content'].strip()}\n</think>\n\n{text}"
     calls = message.get("tool_calls")
