@@ -8,8 +8,9 @@ out) and, outside DeepSpeed, their gradients are averaged over the ranks after e
 every rank holds the same values. They form their own
 optimizer group without weight decay, at the loss's ``learning_rate`` when it has one (else the
 model's). The loss's state is saved in each ``checkpoint-<step>`` folder and restored on resume.
-A loss with ``alpha()`` has it logged as ``loss_alpha``. torch and transformers are imported
-only when a trainer runs.
+A loss with ``alpha()`` has it logged as ``loss_alpha``, one with ``log_metrics() -> dict`` has
+those logged with every training log. torch and transformers are imported only when a trainer
+runs.
 """
 
 from __future__ import annotations
@@ -199,6 +200,9 @@ class TokenLossMixin(_Trainer):
         alpha = loss_alpha(self.token_loss) if "loss" in logs else None
         if alpha is not None:
             logs = {**logs, "loss_alpha": alpha}
+        extra = getattr(self.token_loss, "log_metrics", None)
+        if "loss" in logs and callable(extra):  # e.g. SRML's think / call token counts
+            logs = {**logs, **extra()}
         super().log(logs, *args, **kwargs)
 
 
