@@ -110,3 +110,5 @@ def test_tiny_cpu_preset_trains_with_learnable_alpha(tmp_path):
     assert run_output(tmp_path) == result.outputs["model"]  # the run stands for its model
     logged = [json.loads(x) for x in (tmp_path / "metrics.jsonl").read_text().splitlines()]
     assert any("loss_alpha" in m for m in logged)
+    steps = [m for m in logged if "think_tokens" in m]  # the run log counts both parts
+    assert len(steps) == 2 and all(m["think_tokens"] > 0 and m["call_tokens"] > 0 for m in steps)

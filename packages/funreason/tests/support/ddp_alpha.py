@@ -43,8 +43,7 @@ def main(directory: str, reduce: bool = True) -> None:
     rank = int(os.environ["RANK"])
     samples = read_samples(resolve_path("aworld_rl_funreason:sample_data/fcdr_tiny.jsonl"), 4)
     rows, _ = sft_rows(samples, SftDataConfig())
-    loss = SRMLLoss(0.7, learnable=True)
-    loss.learning_rate = ALPHA_LR
+    loss = SRMLLoss(0.7, learnable=True, alpha_lr=ALPHA_LR)
     trainer = TrainerConfig(
         backend="hf-sft",
         learning_rate=1e-4,
