@@ -112,3 +112,28 @@ def test_tiny_cpu_preset_trains_with_learnable_alpha(tmp_path):
     assert any("loss_alpha" in m for m in logged)
     steps = [m for m in logged if "think_tokens" in m]  # the run log counts both parts
     assert len(steps) == 2 and all(m["think_tokens"] > 0 and m["call_tokens"] > 0 for m in steps)
+
+
+def test_overlong_samples_are_dropped_and_counted(tmp_path):
+    cfg = load_config(
+        SftRecipeConfig,
+        preset="tiny-cpu",
+        presets=PRESETS,
+        overrides=["trainer.sft.max_length=385", "data.limit=null", "trainer.max_steps=1"],
+    )
+    result, _ = execute("funreason.sft", run, cfg, output_dir=tmp_path, quiet=True)
+    kept = result.metrics["sft_rows"]
+    assert (result.metrics["dropped_overlong"], kept) == (3.0, 3.0)  # 383, 374, 374 tokens fit
+    cut = load_config(
+        SftRecipeConfig,
+        preset="tiny-cpu",
+        presets=PRESETS,
+        overrides=["trainer.sft.max_length=385", "data.limit=null", "data.overlong=cut"],
+    )
+    from aworld_rl_funreason.data import read_samples
+    from aworld_rl_funreason.paths import resolve_path
+    from aworld_rl_funreason.recipes.sft import drop_overlong, sft_rows
+
+    rows, _ = sft_rows(read_samples(resolve_path(cut.data.path)), cut.data)
+    fit, dropped = drop_overlong(rows, cut.model, cut.trainer)
+    assert dropped == result.metrics["dropped_overlong"] and len(fit) == kept

@@ -44,6 +44,11 @@ class SftDataConfig:
     require_reasoning: bool = option(
         True, help="skip samples without reasoning (SRML needs a think part)"
     )
+    overlong: Literal["drop", "cut"] = option(
+        "drop",
+        help="a sample longer than trainer.sft.max_length: drop it (counted as "
+        "dropped_overlong; its call list would be cut off) or let the backend cut it",
+    )
 
 
 SRML = "funreason.srml"
@@ -115,6 +120,13 @@ def train_on_samples(
             f"no training rows: {len(samples)} samples, {skipped} without reasoning "
             "(set data.require_reasoning=false or refine with fcdr.generate_cot=true)"
         )
+    overlong = 0
+    if cfg.data.overlong == "drop" and not cfg.dry_run:
+        rows, overlong = drop_overlong(rows, model or cfg.model, cfg.trainer)
+        if not rows:
+            raise ValueError(
+                f"every sample is longer than trainer.sft.max_length={cfg.trainer.sft.max_length}"
+            )
     write_jsonl(run.dir / "sft_rows.jsonl", rows)
     job = TrainJob(
         model=model or cfg.model,
@@ -129,10 +141,30 @@ def train_on_samples(
         **result.metrics,
         "sft_rows": float(len(rows)),
         "skipped_no_reasoning": float(skipped),
+        "dropped_overlong": float(overlong),
     }
     return RunResult(
         metrics=metrics, outputs=dict(result.outputs), checkpoints=list(result.checkpoints)
     )
+
+
+def drop_overlong(
+    rows: list[dict[str, Any]], model: ModelConfig, trainer: TrainerConfig
+) -> tuple[list[dict[str, Any]], int]:
+    """The rows whose tokenized samples (core's ``sft_data``, the model's tokenizer and chat
+    template) fit ``trainer.sft.max_length``, and how many were dropped."""
+    from aworld_rl_core.backends.sft_data import build_samples
+    from aworld_rl_core.models import load_tokenizer
+
+    tokenizer, limit = load_tokenizer(model), trainer.sft.max_length
+    keep = []
+    for row in rows:
+        samples, _ = build_samples(
+            [row], tokenizer, max_length=2**31, per_turn=trainer.sft.per_turn
+        )
+        if all(len(s.input_ids) <= limit for s in samples):
+            keep.append(row)
+    return keep, len(rows) - len(keep)
 
 
 def with_deepspeed_path(trainer: TrainerConfig) -> TrainerConfig:
