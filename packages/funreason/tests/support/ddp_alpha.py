@@ -30,6 +30,9 @@ class RankRun:
         self.checkpoint_dir = directory / "checkpoints"
         self.checkpoint_dir.mkdir(parents=True, exist_ok=True)
 
+    def progress(self, iterable, total=None, desc=""):
+        return iter(iterable)
+
     def log(self, metrics: dict, step: int | None = None) -> None:
         with open(self.dir / f"rank{self.rank}.jsonl", "a", encoding="utf-8") as fh:
             fh.write(json.dumps({"step": step, **metrics}) + "\n")
