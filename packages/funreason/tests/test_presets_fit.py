@@ -7,7 +7,6 @@ import json
 
 import pytest
 
-from aworld_rl_core.backends.memory import KNOWN_SHAPES, sft_memory_per_gpu
 from aworld_rl_core.config import load_config
 from aworld_rl_core.errors import AworldError
 from aworld_rl_core.runs import execute
@@ -15,28 +14,12 @@ from aworld_rl_funreason.paths import model_source
 from aworld_rl_funreason.recipes.self_refine import SelfRefineConfig
 from aworld_rl_funreason.recipes.sft import SftRecipeConfig, run
 
-GIB = 1024**3
 SAMPLES = "data.path=aworld_rl_funreason:sample_data/fcdr_tiny.jsonl"
 
 
 @pytest.fixture(autouse=True)
 def _home(tmp_path_factory, monkeypatch):
     monkeypatch.setenv("AWORLD_RL_HOME", str(tmp_path_factory.mktemp("home")))
-
-
-def test_memory_estimate_by_hand():
-    shape = KNOWN_SHAPES["Qwen/Qwen2.5-Coder-7B-Instruct"]
-    got = sft_memory_per_gpu(shape, gpus=8, micro_batch=2, seq_len=8192)
-    tokens = 2 * 8192
-    assert got["weights_gib"] == pytest.approx(2 * 7.62e9 / 8 / GIB)
-    assert got["optimizer_gib"] == pytest.approx(12 * 7.62e9 / 8 / GIB)
-    assert got["activations_gib"] == pytest.approx((28 * 2 + 34) * tokens * 3584 / GIB)
-    assert got["logits_gib"] == pytest.approx(10 * tokens * 152064 / GIB)
-    assert got["total_gib"] == pytest.approx(42.32, abs=0.01)
-    unsharded = sft_memory_per_gpu(shape, gpus=8, micro_batch=2, seq_len=8192, zero3=False)
-    assert unsharded["weights_gib"] + unsharded["grads_gib"] + unsharded[
-        "optimizer_gib"
-    ] == pytest.approx(16 * 7.62e9 / GIB)  # ~114 GiB before activations: no 80 GB GPU holds it
 
 
 def test_paper_dry_run_prints_zero3_launch_and_memory(tmp_path, capsys):

@@ -6,14 +6,13 @@ import torch
 from PIL import Image
 
 from aworld_rl_core import registry
+from aworld_rl_core.backends.memory import GIB, KNOWN_SHAPES
 from aworld_rl_core.config import load_config
 from aworld_rl_core.runs import execute
 from aworld_rl_core.testing.contracts import RecipeContract
 from aworld_rl_v2p.data import GroundingSample
 from aworld_rl_v2p.prompts import DIFF_MARKER, render
-from aworld_rl_v2p.training import KNOWN_SHAPES, memory_per_gpu, to_record, warmup_trainable
-
-GIB = 1024**3
+from aworld_rl_v2p.training import memory_per_gpu, to_record, warmup_trainable
 
 
 def logged(run_dir):

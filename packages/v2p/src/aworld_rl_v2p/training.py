@@ -13,7 +13,7 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+import dataclasses
 from typing import Any, Literal
 
 from aworld_rl_v2p.data import GroundingSample
@@ -90,24 +90,8 @@ def warmup_trainable(model: Any, stage: Stage) -> dict[str, Any]:
     return masks
 
 
-@dataclass(frozen=True)
-class ModelShape:
-    params: float  # all parameters (LLM + ViT + head)
-    hidden: int
-    layers: int
-    vocab: int
-    tied: bool
-
-
-KNOWN_SHAPES = {  # from the models' config.json files (no hub access at run time)
-    "Qwen/Qwen2.5-VL-7B-Instruct": ModelShape(8.29e9, 3584, 28, 152064, False),
-    "Qwen/Qwen2.5-VL-3B-Instruct": ModelShape(3.75e9, 2048, 36, 151936, True),
-    "tiny:qwen2_5_vl": ModelShape(9.91e6, 64, 2, 151674, True),  # core's tiny model + tokens
-}
-
-
 def memory_per_gpu(
-    shape: ModelShape,
+    shape: Any,
     *,
     stage: Stage,
     gpus: int,
@@ -116,30 +100,23 @@ def memory_per_gpu(
     zero3: bool = True,
     gradient_checkpointing: bool = True,
 ) -> dict[str, float]:
-    """GiB on one GPU: bf16 weights, bf16 grads and fp32 Adam (master + m + v) of what trains,
-    sharded over ``gpus`` under ZeRO-3, plus activations (bf16).
+    """GiB on one GPU of ``stage`` (core's ``sft_memory_per_gpu``): the base model
+    (``shape``: core's ``ModelShape``) plus the action head (~8 x hidden^2 parameters); in
+    the warm-up only the head and the embedding matrices train (gradients and AdamW state for
+    those). No vocabulary logits term (left out as before: the pointer loss reads the head's
+    patch logits; flagged as optimistic if the token loss reads full-sequence logits)."""
+    from aworld_rl_core.backends.memory import sft_memory_per_gpu
 
-    Activations: with gradient checkpointing one (micro_batch, seq, hidden) bf16 tensor per
-    layer, plus one layer's working set (~34 x micro_batch x seq x hidden bytes, flash
-    attention: no seq^2 term); without checkpointing that working set for every layer.
-    """
     head = 8 * shape.hidden**2
-    params = shape.params + head
-    embeddings = shape.vocab * shape.hidden * (1 if shape.tied else 2)
-    trainable = params if stage == "main" else head + embeddings
-    shard = gpus if zero3 else 1
-    gib = 1024**3
-    tokens = micro_batch * seq_len
-    layer_work = 34 * tokens * shape.hidden
-    if gradient_checkpointing:
-        activations = shape.layers * tokens * shape.hidden * 2 + layer_work
-    else:
-        activations = shape.layers * layer_work
-    out = {
-        "weights_gib": 2 * params / shard / gib,
-        "grads_gib": 2 * trainable / shard / gib,
-        "optimizer_gib": 12 * trainable / shard / gib,
-        "activations_gib": activations / gib,
-    }
-    out["total_gib"] = sum(out.values())
-    return out
+    with_head = dataclasses.replace(shape, params=shape.params + head)
+    trainable = None if stage == "main" else head + shape.embedding_params
+    return sft_memory_per_gpu(
+        with_head,
+        gpus=gpus,
+        micro_batch=micro_batch,
+        seq_len=seq_len,
+        trainable_params=trainable,
+        zero3=zero3,
+        gradient_checkpointing=gradient_checkpointing,
+        logits=False,
+    )

@@ -219,18 +219,20 @@ def _stage_line(
 
 def memory_note(model: str, trainer: Any) -> str:
     """The per-GPU memory estimate of a verl stage launch (for models of known shape)."""
-    from aworld_rl_envtuning.memory import estimate, model_shape
+    from aworld_rl_core.backends.memory import model_shape, rl_memory_per_gpu
+    from aworld_rl_core.errors import ConfigError
 
     verl = trainer.verl
-    shape = model_shape(model)
-    if shape is None:
-        return f"   memory estimate: unknown shape of {model} (a hub id we know or a local dir)"
+    try:
+        shape = model_shape(model)
+    except ConfigError as e:
+        return f"   {e}"
     tokens = (
         verl.max_tokens_per_gpu
         if verl.dynamic_batch_size
         else trainer.micro_batch_size * (verl.max_prompt_length + trainer.rl.max_response_tokens)
     )
-    result = estimate(
+    result = rl_memory_per_gpu(
         shape,
         gpus=verl.nnodes * verl.gpus_per_node,
         gpu_gib=80.0,

@@ -128,7 +128,9 @@ def launch_command(cfg: TrainConfig, config_path: str) -> str:
 
 
 def _shape(cfg: TrainConfig):
-    from aworld_rl_v2p.training import KNOWN_SHAPES, ModelShape
+    """core's shape of the base model: a known one, else counted on the loaded model (vision
+    tower included, the action head left out: ``memory_per_gpu`` adds it)."""
+    from aworld_rl_core.backends.memory import KNOWN_SHAPES, ModelShape
 
     name = cfg.model.name_or_path
     if name in KNOWN_SHAPES:
@@ -138,10 +140,11 @@ def _shape(cfg: TrainConfig):
     model, _, _ = load_v2p(name)
     text = model.config.text_config
     params = sum(p.numel() for p in model.parameters()) - 8 * text.hidden_size**2
-    tied = bool(getattr(model.config, "tie_word_embeddings", False))
-    return ModelShape(
-        float(params), text.hidden_size, text.num_hidden_layers, text.vocab_size, tied
-    )
+    config = {
+        **text.to_dict(),
+        "tie_word_embeddings": getattr(model.config, "tie_word_embeddings", False),
+    }
+    return dataclasses.replace(ModelShape.from_config(config), params=float(params))
 
 
 def run(cfg: TrainConfig, run: Run) -> RunResult:
