@@ -44,7 +44,14 @@ OFFLINE = {"HF_HUB_OFFLINE": "1", "TRANSFORMERS_OFFLINE": "1", "TOKENIZERS_PARAL
 
 nox.options.default_venv_backend = "virtualenv"
 nox.options.reuse_venv = "yes"
-nox.options.sessions = ["lint", "typecheck", "tests", "tests_verl", "tests_llamafactory"]
+nox.options.sessions = [
+    "lint",
+    "typecheck",
+    "tests",
+    "tests_verl",
+    "tests_llamafactory",
+    "bfcl_official",
+]
 
 
 def _needs_bfcl(package: str) -> bool:
