@@ -24,8 +24,11 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from aworld_rl_core.backends.verl.specs import SPEC_KEY, EpisodeSpec, reward_refs
+from aworld_rl_core.backends.batching import plan_batches
+from aworld_rl_core.backends.verl.specs import EpisodeSpec, reward_refs
 from aworld_rl_core.errors import ConfigError
+from aworld_rl_core.records.record import RecordError
+from aworld_rl_core.records.verl_rows import SINGLE_TURN_LOOP, to_verl_row, write_parquet
 from aworld_rl_core.refs import Ref, to_jsonable
 
 if TYPE_CHECKING:
@@ -33,7 +36,6 @@ if TYPE_CHECKING:
     from aworld_rl_core.backends.config import ModelConfig, TrainerConfig
 
 REWARD_MODULE = "pkg://aworld_rl_core.backends.verl.reward"
-SINGLE_TURN_LOOP = "single_turn_agent"
 METRICS_FILE = "verl_metrics.jsonl"
 _SAFE = re.compile(r"^[A-Za-z0-9_\-+./:@~]+$")
 _KEYWORDS = {"null", "true", "false", "nan", "inf", "-inf", "~"}
@@ -91,57 +93,6 @@ def episode_specs(job: TrainJob, rows: Sequence[Mapping[str, Any]]) -> list[Epis
     ]
 
 
-def _prompt(row: Mapping[str, Any], index: int) -> list[dict[str, Any]]:
-    prompt = row.get("prompt")
-    if isinstance(prompt, str):
-        return [{"role": "user", "content": prompt}]
-    if (
-        isinstance(prompt, Sequence)
-        and prompt
-        and all(isinstance(m, Mapping) and "role" in m for m in prompt)
-    ):
-        return [{"role": str(m["role"]), "content": str(m.get("content") or "")} for m in prompt]
-    raise ConfigError(
-        f"row {index} has no 'prompt' (a string or a list of chat messages with 'role' and "
-        "'content'); RL rows need one"
-    )
-
-
-def verl_row(
-    row: Mapping[str, Any], index: int, split: str, spec: EpisodeSpec, agent_loop: str
-) -> dict[str, Any]:
-    """One RLHFDataset row: prompt, data source, ground truth and our spec in ``extra_info``."""
-    truth = row.get("ground_truth", "")
-    return {
-        "data_source": str(row.get("data_source") or "aworld"),
-        "agent_name": agent_loop if spec.env is not None else SINGLE_TURN_LOOP,
-        "prompt": _prompt(row, index),
-        "ability": str(row.get("ability") or "agent"),
-        "reward_model": {
-            "style": "rule",
-            "ground_truth": truth if isinstance(truth, str) else json.dumps(truth),
-        },
-        "extra_info": {"index": index, "split": split, SPEC_KEY: spec.dumps()},
-    }
-
-
-def write_parquet(rows: Sequence[Mapping[str, Any]], path: Path) -> Path:
-    """Write rows as parquet (pyarrow; the file verl's RLHFDataset reads)."""
-    try:
-        import pyarrow as pa
-        import pyarrow.parquet as pq
-    except ModuleNotFoundError:
-        raise ConfigError(
-            "writing verl's parquet needs pyarrow: pip install pyarrow (or aworld-rl-core[verl])"
-        ) from None
-
-    if not rows:
-        raise ConfigError(f"no rows to write to {path}: the training set is empty")
-    path.parent.mkdir(parents=True, exist_ok=True)
-    pq.write_table(pa.Table.from_pylist([dict(r) for r in rows]), path)
-    return path
-
-
 def with_prompt(job: TrainJob, row: Mapping[str, Any]) -> Mapping[str, Any]:
     """The row, with the environment's opening messages as its prompt when it has none."""
     factory = job.env_factory()
@@ -155,22 +106,23 @@ def with_prompt(job: TrainJob, row: Mapping[str, Any]) -> Mapping[str, Any]:
 
 
 def write_data(job: TrainJob, data_dir: Path) -> tuple[Path, Path]:
-    """``train.parquet`` and ``val.parquet`` (val = the first train rows when no eval rows)."""
+    """``train.parquet`` and ``val.parquet`` (val = the first train rows when no eval rows),
+    written by core's one verl row writer (``records.to_verl_row``)."""
     loop = job.trainer.verl.agent_loop
     rows = [with_prompt(job, r) for r in job.train_rows]
-    train = [
-        verl_row(r, i, "train", spec, loop)
-        for i, (r, spec) in enumerate(zip(rows, episode_specs(job, rows), strict=True))
-    ]
     evals = [with_prompt(job, r) for r in job.eval_rows] or rows[: max(1, job.trainer.batch_size)]
-    val = [
-        verl_row(r, i, "val", spec, loop)
-        for i, (r, spec) in enumerate(zip(evals, episode_specs(job, evals), strict=True))
-    ]
-    return (
-        write_parquet(train, data_dir / "train.parquet"),
-        write_parquet(val, data_dir / "val.parquet"),
-    )
+    paths = []
+    for split, part in (("train", rows), ("val", evals)):
+        specs = episode_specs(job, part)
+        try:
+            table = [
+                to_verl_row(r, i, split=split, spec=spec, agent_name=loop)
+                for i, (r, spec) in enumerate(zip(part, specs, strict=True))
+            ]
+            paths.append(write_parquet(table, data_dir / f"{split}.parquet"))
+        except RecordError as exc:
+            raise ConfigError(str(exc)) from None
+    return paths[0], paths[1]
 
 
 # ------------------------------------------------------------------------------ overrides
@@ -185,13 +137,6 @@ class LaunchPaths:
     checkpoint_dir: str
     metrics_file: str | None = None
     experiment_name: str = "run"
-
-
-def total_steps(trainer: TrainerConfig, n_rows: int) -> int:
-    """Optimizer steps verl will run (its dataloader drops the last partial batch)."""
-    if trainer.max_steps > 0:
-        return trainer.max_steps
-    return max(1, n_rows // trainer.batch_size) * max(1, math.ceil(trainer.epochs))
 
 
 def build_overrides(
@@ -216,7 +161,8 @@ def build_overrides(
             f"trainer.verl.mini_batch_size={mini} must divide trainer.batch_size="
             f"{trainer.batch_size}"
         )
-    steps = total_steps(trainer, n_rows)
+    # steps and samples per step as every backend counts them (verl checks its own GPU split)
+    steps = plan_batches(trainer, n_rows=n_rows, rl=True, strict=not verl.dry_run).steps
     save_freq = trainer.save_steps if trainer.save_steps > 0 else steps
     ar = "actor_rollout_ref"
     o: dict[str, Any] = {
@@ -270,7 +216,7 @@ def build_overrides(
         "trainer.nnodes": verl.nnodes,
         "trainer.n_gpus_per_node": verl.gpus_per_node,
         "trainer.total_epochs": max(1, math.ceil(trainer.epochs)),
-        "trainer.total_training_steps": trainer.max_steps if trainer.max_steps > 0 else None,
+        "trainer.total_training_steps": steps,
         "trainer.save_freq": save_freq,
         "trainer.test_freq": verl.test_freq,
         "trainer.val_before_train": verl.val_before_train,
