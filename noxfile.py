@@ -1,10 +1,10 @@
 """nox sessions. Packages are found from packages/*/pyproject.toml; a new one needs no edit here.
 
-nox                                  lint, typecheck, every package's CPU tests (what CI runs)
+nox                                  what CI runs: lint, typecheck, the tests, bfcl_official
 nox -s "tests(package='core')"       one package's tests
 nox -s benchmarks -- core            a package's benchmarks (not default)
 nox -s quickstart                    the README's main job
-nox -s bfcl_official                 bfcl-eval's own scorer on both eval recipes' result files
+nox -s bfcl_official                 bfcl-eval's scorer on both eval recipes' result files
 nox -s new_package -- my_paper       start a package from packages/_template
 """
 
@@ -175,7 +175,7 @@ def quickstart(session: nox.Session) -> None:
     )
 
 
-@nox.session(default=False)
+@nox.session
 def bfcl_official(session: nox.Session) -> None:
     """`bfcl evaluate` (bfcl-eval with every dependency, its own venv) scores the result files of
     envtuning.eval's and funreason.eval's ground-truth presets: each category must match ours."""
