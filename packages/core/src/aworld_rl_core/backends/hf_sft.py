@@ -92,8 +92,9 @@ class HfSftBackend:
         if evals:
             metrics["eval_loss"] = float(trainer.evaluate()["eval_loss"])
         model_dir = job.run.dir / "model"
-        trainer.save_model(str(model_dir))
-        processor.save_pretrained(str(model_dir))
+        trainer.save_model(str(model_dir))  # the main process writes (Trainer's rule)
+        if trainer.is_world_process_zero():
+            processor.save_pretrained(str(model_dir))
         job.run.log({k: v for k, v in metrics.items() if k not in ("global_step", "loss_alpha")})
         return RunResult(
             metrics=metrics,
