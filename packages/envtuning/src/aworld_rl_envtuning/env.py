@@ -76,7 +76,7 @@ class EnvTuningEnv:
         self.tool_docs = tool_docs
         self.think_tag = think_tag
         self.augmenter = Augmenter(hints, enabled=augmentation)
-        self._parse = get_parser("envtuning", think_tag=think_tag)
+        self._parse = get_parser("think_json", think_tag=think_tag)
         self._episode: Any = None
         self._owners: dict[str, str] = {}
         self.stats = EpisodeStats(expected_turns=len(entry.ground_truth))
