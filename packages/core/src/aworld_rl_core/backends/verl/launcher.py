@@ -209,8 +209,12 @@ def build_overrides(
         f"{ar}.rollout.multi_turn.max_assistant_turns": rl.max_turns,
         f"{ar}.rollout.agent.num_workers": verl.agent_workers,
         f"{ar}.rollout.agent.default_agent_loop": verl.agent_loop if uses_env else SINGLE_TURN_LOOP,
+        f"{ar}.actor.optim.lr_warmup_steps_ratio": verl.actor_warmup_ratio,
+        f"{ar}.actor.ppo_epochs": verl.ppo_epochs,
         "algorithm.adv_estimator": verl.adv_estimator,
-        "algorithm.use_kl_in_reward": False,
+        "algorithm.gamma": verl.gamma,
+        "algorithm.lam": verl.lam,
+        "algorithm.use_kl_in_reward": verl.kl_in_reward,
         "reward.custom_reward_function.path": REWARD_MODULE,
         "reward.custom_reward_function.name": "compute_score",
         "trainer.nnodes": verl.nnodes,
@@ -227,12 +231,39 @@ def build_overrides(
     }
     if rl.dual_clip is not None:
         o[f"{ar}.actor.clip_ratio_c"] = rl.dual_clip
+    if verl.kl_in_reward:
+        o["algorithm.kl_penalty"] = verl.kl_penalty
+        o["algorithm.kl_ctrl.type"] = verl.kl_in_reward_ctrl
+        o["algorithm.kl_ctrl.kl_coef"] = verl.kl_in_reward_coef
+        if verl.kl_in_reward_ctrl == "adaptive":
+            o["algorithm.kl_ctrl.target_kl"] = verl.kl_in_reward_target
+    if verl.adv_estimator == "gae":
+        o.update(critic_overrides(trainer, mini, model.name_or_path))
     loggers = list(dict.fromkeys(verl.loggers))
     if paths.metrics_file:
         loggers.append("file")
         o["+ray_kwargs.ray_init.runtime_env.env_vars.VERL_FILE_LOGGER_PATH"] = paths.metrics_file
     o["trainer.logger"] = list(dict.fromkeys(loggers))
     return merge_overrides([f"{k}={hydra_value(v)}" for k, v in o.items()], verl.extra_overrides)
+
+
+def critic_overrides(trainer: TrainerConfig, mini_batch: int, policy: str) -> dict[str, Any]:
+    """verl's critic settings (GAE): its model (default: the policy's; verl's own default is a
+    placeholder path), optimiser, batches, value clipping and FSDP."""
+    critic, verl = trainer.verl.critic, trainer.verl
+    return {
+        "critic.model.path": critic.model_path or policy,
+        "critic.optim.lr": critic.learning_rate,
+        "critic.optim.lr_warmup_steps_ratio": critic.warmup_ratio,
+        "critic.ppo_mini_batch_size": mini_batch,
+        "critic.ppo_micro_batch_size_per_gpu": critic.micro_batch_size or trainer.micro_batch_size,
+        "critic.ppo_epochs": verl.ppo_epochs,
+        "critic.cliprange_value": critic.cliprange_value,
+        "critic.model.enable_gradient_checkpointing": critic.gradient_checkpointing,
+        "critic.fsdp.param_offload": critic.param_offload,
+        "critic.fsdp.optimizer_offload": critic.optimizer_offload,
+        "trainer.critic_warmup": critic.warmup_steps,
+    }
 
 
 def override_key(override: str) -> str:
