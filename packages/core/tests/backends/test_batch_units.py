@@ -89,3 +89,11 @@ def test_a_dry_run_counts_one_step_per_epoch_when_rows_make_no_full_batch(caplog
     plan = plan_batches(trainer(max_steps=-1, epochs=2.0), n_rows=3, rl=True, strict=False)
     assert plan.steps == 2
     assert "make no full batch" in caplog.text
+
+
+def test_max_steps_on_fewer_samples_than_a_batch_trains_on_them_all(caplog):
+    """Dropping the only (partial) batch would train nothing: with max_steps set it is kept."""
+    plan = plan_batches(trainer(max_steps=2), n_rows=3, rl=False)
+    assert (plan.steps, plan.drop_last) == (2, False)
+    assert "3 samples make no full batch of trainer.batch_size=4" in caplog.text
+    assert plan_batches(trainer(max_steps=2), n_rows=4, rl=False).drop_last

@@ -7,7 +7,9 @@
 - ``trainer.micro_batch_size``: samples per forward pass per device; it (times the devices)
   divides a step's samples, the rest is gradient accumulation.
 - Optimizer steps: ``trainer.max_steps``, or ``floor(epochs x (samples // batch_size))`` (a last
-  partial batch is dropped, as verl's loader does).
+  partial batch is dropped, as verl's loader does). With ``max_steps`` set and fewer samples
+  than one batch, each step trains on the samples there are (``drop_last`` is off, with a
+  warning): dropping them would train nothing.
 
 trl, verl, hf-sft and LLaMA-Factory all take their step counts and batch sizes from
 :func:`plan_batches`, so one config trains the same way on each.
@@ -36,6 +38,7 @@ class BatchPlan:
     devices: int
     accumulation: int
     steps: int
+    drop_last: bool = True
 
 
 def plan_batches(
@@ -54,8 +57,19 @@ def plan_batches(
             f"{what} = {per_step} samples per optimizer step must be a positive multiple of "
             f"trainer.micro_batch_size={micro} x {devices} device(s)"
         )
+    drop_last = True
     if trainer.max_steps > 0:
         steps = trainer.max_steps
+        if n_rows < trainer.batch_size:
+            drop_last = False
+            log.warning(
+                "%d %s make no full batch of trainer.batch_size=%d: each of the %d steps trains "
+                "on them all",
+                n_rows,
+                "prompts" if rl else "samples",
+                trainer.batch_size,
+                steps,
+            )
     else:
         per_epoch = n_rows // trainer.batch_size
         if per_epoch == 0:
@@ -68,7 +82,7 @@ def plan_batches(
             log.warning("%s (counting one step per epoch)", problem)
             per_epoch = 1
         steps = max(1, math.floor(trainer.epochs * per_epoch))
-    return BatchPlan(per_step, micro, devices, per_step // (micro * devices), steps)
+    return BatchPlan(per_step, micro, devices, per_step // (micro * devices), steps, drop_last)
 
 
 class DropLastInTrainingOnly:

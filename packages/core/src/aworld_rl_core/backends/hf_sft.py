@@ -222,7 +222,7 @@ def training_args(job: TrainJob, n_samples: int) -> Any:
         gradient_accumulation_steps=plan.accumulation,
         learning_rate=cfg.learning_rate,
         max_steps=plan.steps,
-        dataloader_drop_last=True,  # a partial last batch is dropped (batching's rule)
+        dataloader_drop_last=plan.drop_last,  # a partial last batch is dropped (batching's rule)
         weight_decay=cfg.weight_decay,
         max_grad_norm=cfg.max_grad_norm,
         lr_scheduler_type=cfg.sft.lr_scheduler,
