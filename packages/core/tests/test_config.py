@@ -7,7 +7,15 @@ import yaml
 from demo_plugin import CountConfig, Optim
 
 from aworld_rl_core.backends.config import RLConfig, TrainerConfig
-from aworld_rl_core.config import describe, from_dict, load_config, option, to_dict, to_yaml
+from aworld_rl_core.config import (
+    apply_overrides,
+    describe,
+    from_dict,
+    load_config,
+    option,
+    to_dict,
+    to_yaml,
+)
 from aworld_rl_core.errors import ConfigError
 
 PRESETS = str(Path(__file__).parent / "support" / "demo_presets")
@@ -168,3 +176,61 @@ def test_bad_files_and_values_are_one_line_config_errors(tmp_path):
         with pytest.raises(ConfigError, match=rf"override '{re.escape(bad)}'.*not valid YAML") as e:
             load_config(CountConfig, overrides=[bad])
         assert "\n" not in str(e.value)
+
+
+@dataclass(frozen=True, kw_only=True)
+class Item:
+    name: str = option("a", help="name")
+    size: int = option(1, help="size", ge=1)
+
+
+@dataclass(frozen=True, kw_only=True)
+class Listy:
+    items: tuple[Item, ...] = option(
+        factory=lambda: (Item(name="a"), Item(name="b", size=2)), help="items"
+    )
+
+
+def test_an_index_override_changes_one_item_of_a_list_of_sections():
+    cfg = load_config(Listy, overrides=["items.1.size=5"])
+    assert cfg.items == (Item(name="a"), Item(name="b", size=5))
+    data = {"items": [{"name": "x"}, {"name": "y", "size": 3}]}  # a preset's own list
+    assert from_dict(Listy, apply_overrides(data, ["items.0.size=7"])).items == (
+        Item(name="x", size=7),
+        Item(name="y", size=3),
+    )
+    with pytest.raises(ConfigError, match=r"items\.2: the list has 2 items"):
+        load_config(Listy, overrides=["items.2.size=5"])
+    with pytest.raises(ConfigError, match=r"items\.0\.size: must be >= 1"):
+        load_config(Listy, overrides=["items.0.size=0"])
+
+
+def test_describe_lists_each_item_of_a_list_of_sections():
+    docs = {d.key: d for d in describe(Listy)}
+    assert docs["items"].default == "2 items, below"
+    assert (docs["items.1.name"].default, docs["items.1.size"].default) == ("b", 2)
+    assert docs["items.0.size"].bounds == ">= 1"
+
+
+def test_a_config_without_some_keys_names_where_they_are_set():
+    from aworld_rl_core.config import rebuild, without_keys
+
+    moved = {
+        "batch_size": "each stage sets it (stages.N.batch_size)",
+        "rl.max_response_tokens": "each stage sets it (stages.N.max_response_tokens)",
+    }
+    Narrow = without_keys(TrainerConfig, moved, name="NarrowTrainer")
+    keys = {d.key for d in describe(Narrow)}
+    assert "batch_size" not in keys and "rl.max_response_tokens" not in keys
+    assert {"learning_rate", "rl.group_size", "micro_batch_size"} <= keys
+    narrow = from_dict(Narrow, {"learning_rate": 0.5, "rl": {"group_size": 4}})
+    with pytest.raises(ConfigError, match=r"^batch_size is not set here: each stage sets it"):
+        from_dict(Narrow, {"batch_size": 4})
+    with pytest.raises(ConfigError, match=r"^rl\.max_response_tokens is not set here"):
+        from_dict(Narrow, {"rl": {"max_response_tokens": 9}})
+    full = rebuild(TrainerConfig, narrow, {"batch_size": 16, "rl.max_response_tokens": 999})
+    assert isinstance(full, TrainerConfig) and full.batch_size == 16
+    assert (full.learning_rate, full.rl.group_size, full.rl.max_response_tokens) == (0.5, 4, 999)
+    assert full.rl.kl_estimator == RLConfig().kl_estimator
+    with pytest.raises(ConfigError, match="batch_size: must be >= 1"):
+        rebuild(TrainerConfig, narrow, {"batch_size": 0})

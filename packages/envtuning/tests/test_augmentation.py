@@ -150,3 +150,22 @@ def test_default_pack_on_directory_operations(apis):
     assert made.ok and cat_dir.is_error
     hint = load_hint_pack().lookup(owners["cat"], "cat", cat_dir.text)
     assert hint.id == "fs-is-directory", cat_dir.text
+
+
+def test_no_default_hint_gives_away_a_ground_truth_call_it_could_be_shown_for():
+    """Every hint of the default pack against every ground-truth call of every BFCL multi-turn
+    entry whose API classes it applies to: none names a call's function with one of its
+    argument values."""
+    from aworld_rl_core.tooluse.bfcl import MULTI_TURN_CATEGORIES, load_category
+    from aworld_rl_envtuning.augmentation import revealed_calls
+
+    pack = load_hint_pack("default")
+    leaks, checked = [], 0
+    for category in MULTI_TURN_CATEGORIES:
+        for entry in load_category(category):
+            calls = [c for turn in entry.ground_truth or [] for c in turn]
+            for hint in pack.hints:
+                if hint.api_class == "*" or hint.api_class in entry.involved_classes:
+                    checked += 1
+                    leaks += [(hint.id, entry.id, c) for c in revealed_calls(hint.hint, calls)]
+    assert checked > 5000 and not leaks, leaks[:5]

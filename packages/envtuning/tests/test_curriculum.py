@@ -4,6 +4,8 @@ import math
 
 import pytest
 
+from aworld_rl_core.config import from_dict
+from aworld_rl_core.errors import ConfigError
 from aworld_rl_envtuning.curriculum import (
     CurriculumState,
     StageConfig,
@@ -11,7 +13,7 @@ from aworld_rl_envtuning.curriculum import (
     accuracy_plateaued,
     grad_norm_stable,
     paper_stages,
-    stage_finished,
+    plateau,
 )
 
 
@@ -20,7 +22,7 @@ def test_paper_stages_match_the_paper():
     assert (s1.data, s1.reward, s1.augmentation, s1.max_response_tokens, s1.batch_size) == (
         "easy",
         "format",
-        True,
+        False,  # the paper adds the augmented feedback in stage 2
         10_000,
         16,
     )
@@ -45,8 +47,14 @@ def test_paper_stages_match_the_paper():
         "resourceful",
     )
     assert all(s.epochs == 20 for s in (s1, s2, s3, s4))
-    # 20 epochs over 400 prompts at batch 32 = 250 steps = 25 rounds of 10
-    assert s3.total_steps(400) == 250 and s3.max_rounds(400) == 25
+    assert [s.feedback for s in (s1, s2, s3, s4)] == [
+        "BFCL's errors",
+        "hints",
+        "hints",
+        "BFCL's errors",
+    ]
+    # 20 epochs over 400 prompts at batch 32 = 250 steps, one run
+    assert s3.total_steps(400) == 250
     assert s1.total_steps(75) == math.ceil(20 * 75 / 16)
 
 
@@ -63,31 +71,92 @@ def test_grad_norm_stability():
     assert not grad_norm_stable([1.0], window=3, max_cv=0.5)
 
 
-def test_stage_finished_by_rule():
-    flat = [{"val_accuracy": a, "grad_norm": 1.0} for a in (0.2, 0.4, 0.4, 0.4, 0.4)]
-    plateau, fixed = TransitionConfig(), TransitionConfig(rule="fixed")
-    assert stage_finished(flat, 10, plateau)
-    assert not stage_finished(flat, 10, fixed)
-    assert stage_finished(flat, 5, fixed)  # epochs used up
+def test_plateau_stop_rule_reads_the_in_run_history():
+    flat = [{"val/reward": a, "grad_norm": 1.0} for a in (0.2, 0.4, 0.4, 0.4, 0.4)]
+    options = {"patience": 3, "min_delta": 0.01, "grad_window": 3, "max_grad_cv": 0.5}
+    assert plateau(flat, **options)
+    assert not plateau(flat[:4], **options)  # 0.4 over 0.2 within the last 3
     unstable = [dict(r, grad_norm=g) for r, g in zip(flat, (1, 1, 1, 10, 0.1), strict=True)]
-    assert not stage_finished(unstable, 10, plateau)
+    assert not plateau(unstable, **options)
+    assert TransitionConfig(rule="fixed").stop_rule() is None
+    ref = TransitionConfig(patience=3, grad_window=3).stop_rule()
+    assert ref.target == "aworld_rl_envtuning.curriculum:plateau"
+    assert ref.kwargs == {"patience": 3, "min_delta": 0.01, "grad_window": 3, "max_grad_cv": 0.5}
 
 
-def test_state_round_trip(tmp_path):
-    stage = StageConfig(name="syntax", data="easy", reward="format")
-    state = CurriculumState(model="tiny:qwen3")
+def test_state_keeps_each_stage_start_across_a_resume(tmp_path):
+    stage = StageConfig(name="syntax", data="easy", reward="format", augmentation=False)
+    state = CurriculumState(model="warm")
     assert CurriculumState.load(tmp_path) is None
-    state.record_round(stage, {"val_accuracy": 0.5, "grad_norm": 1.0}, "ckpt/a")
-    state.finish_stage(stage)
+    assert state.begin(stage) == {"start": "warm", "feedback": "BFCL's errors"}
     state.save(tmp_path)
     again = CurriculumState.load(tmp_path)
-    assert again == state and again.model == "ckpt/a" and again.stage == 1
+    again.model = "elsewhere"
+    assert again.begin(stage)["start"] == "warm"  # begun before: the same KL reference
+    again.finish(stage, "ckpt/a", steps=3)
+    again.save(tmp_path)
+    final = CurriculumState.load(tmp_path)
+    assert final.model == "ckpt/a" and final.finished == ["syntax"]
+    assert final.stages["syntax"] == {
+        "start": "warm",
+        "feedback": "BFCL's errors",
+        "end": "ckpt/a",
+        "steps": 3,
+    }
 
 
 def test_bad_stage_is_a_clear_error():
-    with pytest.raises(ValueError, match="reward 'accuracy'"):
-        StageConfig(name="x", reward="accuracy")
+    with pytest.raises(ValueError, match="reward 'exact'"):
+        StageConfig(name="x", reward="exact")
     with pytest.raises(ValueError, match="data must be"):
         StageConfig(name="x", data="hard")
-    with pytest.raises(ValueError, match="plateau"):
-        TransitionConfig(rule="manual")
+    with pytest.raises(ConfigError, match="manual"):
+        from_dict(TransitionConfig, {"rule": "manual"})
+
+
+def _flat(value, prefix=""):
+    if isinstance(value, dict):
+        for key, item in value.items():
+            yield from _flat(item, f"{prefix}{key}.")
+    else:
+        yield prefix[:-1], value
+
+
+def test_the_readme_table_is_the_paper_settings_the_recipe_defaults_to():
+    """The paper's settings live once (paper.yaml); the README's table says the same and the
+    recipe's defaults are built from it (no preset repeats them)."""
+    from pathlib import Path
+
+    import yaml
+
+    from aworld_rl_core.config import to_dict
+    from aworld_rl_envtuning.curriculum import paper_settings
+    from aworld_rl_envtuning.recipes.curriculum import CurriculumConfig
+
+    paper = paper_settings()
+    readme = (Path(__file__).parents[1] / "README.md").read_text(encoding="utf-8")
+    section = readme.split("## Paper settings", 1)[1].split("\n## ", 1)[0]
+    table = {}
+    stages = []
+    for line in section.splitlines():
+        cells = [c.strip() for c in line.strip().strip("|").split("|")]
+        if len(cells) == 2 and cells[0].startswith("`"):
+            table[cells[0].strip("`")] = yaml.safe_load(cells[1])
+        elif len(cells) == 9 and cells[0].isdigit():
+            stages.append(cells[1:])
+    settings = {k: v for k, v in paper.items() if k != "stages"}
+    assert table == dict(_flat(settings))
+    fields = list(paper["stages"][0])
+    rows = [dict(zip(fields, map(yaml.safe_load, row), strict=True)) for row in stages]
+    assert rows == paper["stages"]
+    defaults = to_dict(CurriculumConfig())
+    for key, value in _flat(settings):
+        node = defaults
+        for part in key.split("."):
+            node = node[part]
+        assert node == value, key
+    assert [dict(s) for s in defaults["stages"]] == paper["stages"]
+    presets = Path(__file__).parents[1] / "src" / "aworld_rl_envtuning" / "configs"
+    for preset in ("curriculum/paper.yaml", "stage/paper.yaml", "stage/direct-grpo.yaml"):
+        text = (presets / preset).read_text(encoding="utf-8")
+        assert "kl_coef" not in text and "learning_rate" not in text, preset

@@ -115,7 +115,7 @@ def test_augmentation_adds_hints_only_when_on(helpers):
     off.reset()
     text_off = off.step(bad).observation[0]["content"]
     assert "Unsupported path" in text_on and "Unsupported path" in text_off
-    assert "Hint: cd moves one folder level at a time" in text_on
+    assert "Hint: Changing directory moves one folder level at a time" in text_on
     assert "Hint:" not in text_off
     assert on.augmenter.used == ["fs-nested-path"] and off.augmenter.used == []
 
@@ -228,3 +228,60 @@ def test_augmentation_changes_what_the_model_reads_not_the_outcome(helpers):
             assert a.split("\nHint: ")[0] == b and "Hint:" not in b
             hinted += "\nHint: " in a
     assert hinted == 3  # the nested path, the missing file, the grep in the wrong folder
+
+
+@pytest.mark.parametrize(
+    ("credit", "turn3", "score", "steps_n", "format_errors"),
+    [
+        ("clean", ["answer"], 1.0, 9, 0),  # asks for the missing parameter
+        ("clean", ["call"], 0.0, 9, 0),  # acts anyway: not executed, 0
+        ("clean", ["junk", "junk"], 0.0, 10, 2),  # never parses: 0
+        ("clean", ["junk", "answer"], 1.0, 10, 1),  # a late well-formed reply still earns it
+        ("no_call", ["junk", "junk"], 1.0, 10, 2),  # the earlier reading: no call, credit
+    ],
+)
+def test_abstain_turn_credit_by_hand(helpers, credit, turn3, score, steps_n, format_errors):
+    """miss_param_0: turns 0-2 and 4 played by the ground truth, turn 3 (no call expected)
+    as given, at most 2 steps per turn. Progress = (3 + turn-3 score + 1) / 5; the stage-1
+    reward = R_format + R_tool = (N - format errors) / N + 4 clean tool steps / 4."""
+    from aworld_rl_envtuning.rewards import stage1_reward
+
+    entry = get_entry("multi_turn_miss_param_0")
+    env = EnvTuningEnv(entry, max_steps_per_turn=2, abstain_credit=credit)
+    env.reset()
+    for turn in range(3):
+        env.step(helpers.calls(*_gt_pairs(entry, turn)))
+        env.step(helpers.ANSWER)
+    texts = {"answer": helpers.ANSWER, "call": helpers.call("ls"), "junk": "no tags"}
+    for reply in turn3:
+        env.step(texts[reply])
+    assert env.stats.turn_scores[3] == score
+    env.step(helpers.calls(*_gt_pairs(entry, 4)))
+    final = env.step(helpers.ANSWER)
+    assert final.done and final.info["tool_errors"] == 0
+    assert final.info["progress"] == pytest.approx((4 + score) / 5)
+    assert len(env.stats.steps) == steps_n and env.stats.format_errors == format_errors
+    assert stage1_reward(env.stats) == pytest.approx((steps_n - format_errors) / steps_n + 1.0)
+
+
+def test_a_random_policy_earns_no_abstain_turn():
+    """Garbage in every reply: 0 progress on miss_param (it used to earn the abstain turns)."""
+    entry = get_entry("multi_turn_miss_param_0")
+    env = EnvTuningEnv(entry, max_steps_per_turn=2)
+    env.reset()
+    while not env.step("garbage").done:
+        pass
+    assert env.progress == 0.0
+    earlier = EnvTuningEnv(entry, max_steps_per_turn=2, abstain_credit="no_call")
+    earlier.reset()
+    while not earlier.step("garbage").done:
+        pass
+    assert earlier.progress == pytest.approx(1 / 5)
+
+
+def test_the_resourceful_prompt_tells_the_model_to_call_nothing_when_it_must_ask():
+    from aworld_rl_envtuning.prompts import system_prompt
+
+    text = system_prompt([], style="resourceful")
+    assert "make no call at all" in text and "Format 2" in text
+    assert "try the available functions before asking" not in text

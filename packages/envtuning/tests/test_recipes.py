@@ -42,7 +42,9 @@ class TestStageRecipe(RecipeContract):
     def check_result(self, result, run_dir):
         state = json.loads((run_dir / "curriculum_state.json").read_text())
         assert state["finished"] == ["hints"]
-        assert (run_dir / "stages" / "1-hints" / "round-0" / "checkpoints").is_dir()
+        assert (run_dir / "stages" / "1-hints" / "checkpoints").is_dir()
+        stage = json.loads((run_dir / "stages" / "1-hints" / "stage.json").read_text())
+        assert stage["feedback"] == "hints" and stage["kl_reference"] == stage["start"]
         assert result.outputs["model"].name == "checkpoint-1"
         split = json.loads((run_dir / "split.json").read_text())
         assert split["counts"] == {"train": 400, "validation": 100, "held_out": 300}
@@ -112,11 +114,13 @@ def test_curriculum_resumes_finished_stages_without_training(tmp_path, aworld_ho
     run_dir.mkdir()
     (run_dir / "config.yaml").write_text(to_yaml(cfg))  # the run being resumed
     names = [s.name for s in cfg.stages]
+    record = {"start": "s", "feedback": "hints", "end": "ckpt", "folder": str(run_dir / "x")}
     state = {
         "model": "ckpt",
-        "stage": 4,
         "finished": names,
-        "rounds": {n: [{"val_accuracy": 0.25, "grad_norm": 1.0}] for n in names},
+        "stages": {
+            n: {**record, "validations": [{"step": 4.0, "val/reward": 0.25}]} for n in names
+        },
     }
     (run_dir / "curriculum_state.json").write_text(json.dumps(state))
     result, _ = execute(
@@ -193,8 +197,9 @@ def test_augment_writes_a_loadable_hint_pack(tmp_path, aworld_home):
     assert hint.applies("GorillaFileSystem", "cd", error)
 
 
-def test_paper_preset_dry_run_writes_verl_launches(tmp_path, aworld_home):
-    """The paper preset on verl without GPUs: each stage's launch is written, nothing runs."""
+def test_paper_preset_dry_run_writes_verl_launches(tmp_path, aworld_home, capsys):
+    """The paper preset on verl without GPUs: each stage's launch is written with dynamic
+    batching and a per-GPU memory estimate, the final evaluation is described, nothing runs."""
     entry = registry.get_recipe("envtuning.curriculum")
     cfg = load_config(
         entry.config_cls(),
@@ -203,16 +208,15 @@ def test_paper_preset_dry_run_writes_verl_launches(tmp_path, aworld_home):
         overrides=[
             "trainer.verl.dry_run=true",
             "trainer.verl.resolve_config=false",
-            "evaluation.entries_per_category=-1",
             "data.max_train_entries=2",
         ],
     )
-    _, run = execute(
+    result, run = execute(
         "envtuning.curriculum", entry.run_fn(), cfg, output_dir=tmp_path / "run", quiet=True
     )
     launches = {
-        p.parent.parent.name: json.loads(p.read_text())["overrides"]
-        for p in run.dir.glob("stages/*/round-0/verl_launch.json")
+        p.parent.name: json.loads(p.read_text())["overrides"]
+        for p in run.dir.glob("stages/*/verl_launch.json")
     }
     assert sorted(launches) == ["1-syntax", "2-hints", "3-hard", "4-independent"]
     hard = launches["3-hard"]
@@ -228,10 +232,33 @@ def test_paper_preset_dry_run_writes_verl_launches(tmp_path, aworld_home):
         "actor_rollout_ref.actor.entropy_coeff=0.001",
         "actor_rollout_ref.rollout.n=16",
         "trainer.n_gpus_per_node=8",
+        "trainer.test_freq=1",
+        "actor_rollout_ref.actor.use_dynamic_bsz=true",
+        "actor_rollout_ref.actor.ppo_max_token_len_per_gpu=65536",
+        "actor_rollout_ref.rollout.n=16",
+        "actor_rollout_ref.rollout.tensor_model_parallel_size=1",
+        "actor_rollout_ref.rollout.gpu_memory_utilization=0.8",
+        "actor_rollout_ref.rollout.max_num_batched_tokens=131072",
+        "actor_rollout_ref.rollout.max_model_len=32768",
+        "actor_rollout_ref.model.enable_gradient_checkpointing=true",
+        "actor_rollout_ref.model.use_remove_padding=true",
+        "actor_rollout_ref.actor.ppo_mini_batch_size=32",
+        "trainer.checkpoint_callback_class=aworld_rl_core.backends.verl.stopping.StopRuleCallback",
     ):
         assert expected in hard
+    # each stage starts from the previous stage's final model (2 entries x 20 epochs / 32)
+    assert (
+        "actor_rollout_ref.model.path="
+        f"{run.dir}/stages/2-hints/checkpoints/global_step_2/actor/huggingface"
+    ) in hard
     assert "data.train_batch_size=16" in launches["1-syntax"]
     assert "data.max_response_length=10000" in launches["1-syntax"]
+    out = capsys.readouterr().out
+    assert (
+        out.count("fits in 80 GiB") == 4 and out.count("| rollout | **total** | **78.42** |") == 4
+    )
+    assert "final evaluation (not run in a dry run): 300 held-out entries" in out
+    assert result.metrics["stages_finished"] == 4.0
 
 
 def test_ground_truth_agent_scores_100_on_all_800_and_bfcl_scores_the_files(tmp_path, aworld_home):

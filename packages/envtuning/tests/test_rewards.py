@@ -90,8 +90,11 @@ def test_spec_dispatch_and_validation():
     assert RewardSpec(name="format")(stats) == pytest.approx(1.5)
     assert RewardSpec(name="progress")(stats) == pytest.approx(0.5)
     assert RewardSpec(name="binary")(stats) == 0.0
+    assert RewardSpec(name="accuracy")(stats) == 0.0  # not judged yet
+    stats.valid = True  # BFCL's verdict on the finished episode
+    assert RewardSpec(name="accuracy")(stats) == 1.0
     with pytest.raises(ValueError, match="unknown reward"):
-        RewardSpec(name="accuracy")
+        RewardSpec(name="exact")
     with pytest.raises(ValueError, match="denominator"):
         RewardSpec(denominator="all")
     with pytest.raises(ValueError, match="at least one"):

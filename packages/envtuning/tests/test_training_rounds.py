@@ -1,19 +1,22 @@
-"""Round logic of the curriculum with a scripted backend and validator (test doubles): each
-round starts from the last checkpoint, the plateau rule ends stages, a killed run resumes."""
+"""The curriculum's stages with a scripted backend (a test double): each stage is one backend
+run from the previous stage's final model, which is its KL reference to the end; validation and
+the plateau rule go into that run; a killed stage resumes the same run with the same start."""
 
 import itertools
 import json
 
 import pytest
 
+from aworld_rl_core.backends.validation import HISTORY_FILE, write_history
 from aworld_rl_core.config import load_config
+from aworld_rl_core.errors import ConfigError
 from aworld_rl_core.runs import RunResult, execute
-from aworld_rl_envtuning.recipes import training
 from aworld_rl_envtuning.recipes.curriculum import CurriculumConfig, run_curriculum
 
 
 class ScriptedBackend:
-    """Test double of a training backend: records jobs, writes an empty checkpoint folder."""
+    """Test double of a training backend: records jobs, writes a final model folder and a
+    validation history, and can be killed on its ``fail_at``-th job."""
 
     name = "scripted"
 
@@ -22,86 +25,141 @@ class ScriptedBackend:
 
     def train(self, job):
         if len(self.log) == self.fail_at:
+            self.log.append(job)
             raise KeyboardInterrupt("killed")
         self.log.append(job)
-        ckpt = job.run.checkpoint_dir / f"checkpoint-{job.trainer.max_steps}"
-        ckpt.mkdir(parents=True, exist_ok=True)
-        return RunResult(metrics={"grad_norm": 1.0, "reward_mean": 0.5}, checkpoints=[ckpt])
+        model = job.run.checkpoint_dir / f"checkpoint-{job.trainer.max_steps}"
+        model.mkdir(parents=True, exist_ok=True)
+        history = job.run.dir / HISTORY_FILE
+        write_history(history, [{"step": 1.0, "val/reward": 0.25, "grad_norm": 1.0}])
+        metrics = {"global_step": float(job.trainer.max_steps), "stopped_early": 1.0}
+        return RunResult(metrics=metrics, outputs={"model": model, "validation": history})
 
 
 @pytest.fixture
 def scripted(monkeypatch):
-    jobs, accuracies = [], {}
+    jobs = []
 
-    def install(fail_at=None, curve=(0.1, 0.3, 0.3, 0.3, 0.3, 0.3)):
+    def install(fail_at=None):
         backend = ScriptedBackend(jobs, fail_at)
         monkeypatch.setattr("aworld_rl_core.registry.get_trainer", lambda name: lambda: backend)
-
-        def validate(model_path, ids, cfg, env, *, style):
-            stage = model_path.split("/stages/")[1].split("/")[0]
-            accuracies[stage] = accuracies.get(stage, -1) + 1
-            return {"accuracy/average": curve[min(accuracies[stage], len(curve) - 1)]}
-
-        monkeypatch.setattr(training, "validate_model", validate)
         return jobs
 
     return install
 
 
-def config(**over):
-    cfg = load_config(
+def config(*overrides):
+    return load_config(
         CurriculumConfig,
         preset="tiny-cpu",
         presets="aworld_rl_envtuning:configs/curriculum",
         overrides=[
             "evaluation.entries_per_category=-1",
             "transition.rule=plateau",
-            "data.max_train_entries=100",
+            "warm_start.steps=0",
             "model.name_or_path=base-model",
-            *[f"{k}={v}" for k, v in over.items()],
+            *overrides,
         ],
     )
-    return cfg
 
 
-def test_plateau_ends_each_stage_and_rounds_chain_checkpoints(scripted, tmp_path, aworld_home):
+def test_each_stage_is_one_run_from_the_previous_stage(scripted, tmp_path, aworld_home):
     jobs = scripted()
     result, run = execute(
         "envtuning.curriculum", run_curriculum, config(), quiet=True, output_dir=tmp_path / "run"
     )
-    state = json.loads((run.dir / "curriculum_state.json").read_text())
-    # accuracy 0.1, 0.3, 0.3, 0.3, 0.3: no gain over 0.3 in the last 3 rounds after round 5
-    assert {k: len(v) for k, v in state["rounds"].items()} == {
-        "syntax": 5,
-        "hints": 5,
-        "hard": 5,
-        "independent": 5,
-    }
-    assert len(jobs) == 20
-    for previous, job in itertools.pairwise(jobs):
-        assert job.model.name_or_path == str(previous.run.checkpoint_dir / "checkpoint-1")
+    assert len(jobs) == 4  # one backend run per stage, no rounds
     assert jobs[0].model.name_or_path == "base-model"
-    assert [j.trainer.max_steps for j in jobs] == [1] * 20
-    assert len({j.trainer.seed for j in jobs}) == 20  # a fresh data order every round
-    options = jobs[-1].env.kwargs
-    assert options["augmentation"] is False and options["reward"]["name"] == "progress"
+    for previous, job in itertools.pairwise(jobs):
+        ckpt = previous.run.checkpoint_dir / f"checkpoint-{previous.trainer.max_steps}"
+        assert job.model.name_or_path == str(ckpt)
+    # tiny-cpu: 4 entries per stage at batch 1, one epoch in stage 1, a quarter in the others
+    assert [j.trainer.max_steps for j in jobs] == [4, 1, 1, 1]
+    assert [j.trainer.batch_size for j in jobs] == [1, 1, 1, 1]
+    for job in jobs:  # validation and the plateau rule run inside the stage's run
+        assert job.validation.every == 2 and not job.validation.before_train
+        assert job.validation.stop_ref().target == "aworld_rl_envtuning.curriculum:plateau"
+        assert job.eval_rows and all(
+            r["env_options"]
+            == {"augmentation": False, "max_steps_per_turn": 2, "reward": {"name": "accuracy"}}
+            for r in job.eval_rows
+        )
+    feedback = [j.env.kwargs["augmentation"] for j in jobs]
+    assert feedback == [False, True, True, False]  # stage 1 without hints
     assert jobs[0].env.kwargs["reward"]["name"] == "format"
+    state = json.loads((run.dir / "curriculum_state.json").read_text())
+    assert [state["stages"][n]["feedback"] for n in state["finished"]] == [
+        "BFCL's errors",
+        "hints",
+        "hints",
+        "BFCL's errors",
+    ]
+    stage_file = json.loads((run.dir / "stages" / "2-hints" / "stage.json").read_text())
+    assert stage_file["kl_reference"] == stage_file["start"] == jobs[1].model.name_or_path
+    assert stage_file["feedback"] == "hints"
     assert result.metrics["stages_finished"] == 4.0
+    assert result.metrics["hints/val_accuracy"] == 0.25
+    report = (run.dir / "report.md").read_text()
+    assert "| 2 hints | base | progress | hints | basic | 1 | 1 | 1 | 25.00 | plateau |" in report
 
 
-def test_killed_run_resumes_where_it_stopped(scripted, tmp_path, aworld_home):
-    jobs = scripted(fail_at=7)  # killed in stage 2, round 2 (after 5 + 2 rounds)
+def test_killed_stage_resumes_the_same_run_with_the_same_reference(scripted, tmp_path, aworld_home):
+    jobs = scripted(fail_at=1)  # killed inside stage 2
     out = tmp_path / "run"
     with pytest.raises(KeyboardInterrupt):
         execute("envtuning.curriculum", run_curriculum, config(), output_dir=out, quiet=True)
     state = json.loads((out / "curriculum_state.json").read_text())
-    assert state["finished"] == ["syntax"] and len(state["rounds"]["hints"]) == 2
-    done = list(jobs)
+    assert state["finished"] == ["syntax"]
+    start = state["stages"]["hints"]["start"]
+    assert start == str(jobs[0].run.checkpoint_dir / "checkpoint-4")
+    killed = jobs[1]
     jobs.clear()
-    scripted()  # a fresh backend that does not fail
+    scripted()
     execute(
         "envtuning.curriculum", run_curriculum, config(), output_dir=out, resume=True, quiet=True
     )
-    assert jobs[0].run.dir.name == "round-2" and "2-hints" in str(jobs[0].run.dir)
-    assert jobs[0].model.name_or_path == str(done[-1].run.checkpoint_dir / "checkpoint-1")
-    assert len(done) + len(jobs) == 20
+    resumed = jobs[0]
+    assert len(jobs) == 3  # stage 1 is not trained again
+    assert resumed.run.dir == killed.run.dir and resumed.run.resume  # the backend's own resume
+    assert resumed.model.name_or_path == start  # the reference is still the stage's start
+
+
+@pytest.mark.parametrize(
+    ("key", "stage_field"),
+    [
+        ("trainer.batch_size=8", "stages.N.batch_size"),
+        ("trainer.max_steps=5", "stages.N.epochs"),
+        ("trainer.epochs=2", "stages.N.epochs"),
+        ("trainer.rl.max_response_tokens=99", "stages.N.max_response_tokens"),
+    ],
+)
+def test_a_trainer_field_a_stage_sets_is_an_error_naming_the_stage_field(key, stage_field):
+    with pytest.raises(ConfigError, match=stage_field.replace(".", r"\.")):
+        config(key)
+
+
+def test_help_lists_the_stage_fields_not_the_replaced_trainer_fields(capsys):
+    from aworld_rl_core.cli import main
+
+    assert main(["envtuning.curriculum", "--preset", "paper", "--help"]) in (0, None)
+    text = capsys.readouterr().out
+    assert "stages.0.batch_size (int, >= 1, default 16)" in text
+    assert "stages.3.max_response_tokens (int, >= 1, default 24576)" in text
+    for hidden in ("batch_size", "max_steps", "epochs", "rl.max_response_tokens"):
+        assert f"  trainer.{hidden} (" not in text
+
+
+def test_warm_start_rows_replay_the_ground_truth_in_the_protocol():
+    from aworld_rl_envtuning.env import get_entry
+    from aworld_rl_envtuning.recipes.warm_start import trajectories
+    from aworld_rl_envtuning.replay import ground_truth_responses
+
+    ids = ["multi_turn_base_0", "multi_turn_miss_func_0"]
+    rows = trajectories(ids, augmentation=False, tool_docs="compact", max_steps_per_turn=20)
+    for entry_id, row in zip(ids, rows, strict=True):
+        replies = [m["content"] for m in row["messages"] if m["role"] == "assistant"]
+        expected = [t for turn in ground_truth_responses(get_entry(entry_id)) for t in turn]
+        assert row["entry_id"] == entry_id and replies == expected
+        assert all(r.startswith("<think>") for r in replies)
+    with pytest.raises(RuntimeError, match="multi_turn_base_0 scores progress"):
+        trajectories(ids[:1], augmentation=False, tool_docs="compact", max_steps_per_turn=1)

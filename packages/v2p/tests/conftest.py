@@ -1,4 +1,25 @@
+import json
+
 import pytest
+
+from aworld_rl_core import registry
+from aworld_rl_core.config import load_config
+from aworld_rl_core.runs import execute
+
+
+def _tiny_run(recipe, tmp_path, overrides, preset="tiny-cpu"):
+    """Run ``recipe`` with a preset and overrides; (result, run directory) of a completed run."""
+    entry = registry.get_recipe(recipe)
+    cfg = load_config(entry.config_cls(), preset=preset, presets=entry.presets, overrides=overrides)
+    result, run = execute(recipe, entry.run_fn(), cfg, output_dir=tmp_path / "run", quiet=True)
+    assert json.loads((run.dir / "status.json").read_text())["status"] == "completed"
+    return result, run.dir
+
+
+@pytest.fixture
+def tiny_run():
+    """``tiny_run(recipe, tmp_path, overrides)``: a completed run's (result, run directory)."""
+    return _tiny_run
 
 
 @pytest.fixture(scope="session")

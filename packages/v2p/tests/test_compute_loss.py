@@ -93,3 +93,21 @@ def test_head_steps_lower_out_of_box_mass(tiny_v2p):
     finally:
         head.load_state_dict(saved)
         model.zero_grad(set_to_none=True)
+
+
+def test_registered_as_a_model_level_loss_with_options(tiny_v2p):
+    from aworld_rl_core import registry
+    from aworld_rl_core.losses import resolve_loss
+
+    assert registry.get_loss("v2p.pointer").meta["kind"] == "model"
+    loss = resolve_loss("v2p.pointer", {"label_style": "all", "lm_weight": -1})
+    assert loss.kind == "model"
+    model, tok, proc = tiny_v2p
+    batch = batch_for(model, tok, proc, [(0.1, 0.1, 0.4, 0.5)])
+    with torch.no_grad():
+        value, metrics = loss.fn(model, batch)  # hf-sft's call: compute_loss(model, batch)
+        direct, _ = compute_loss(model, batch, label_style="all", lm_weight=-1)
+        gauss, _ = compute_loss(model, batch, lm_weight=-1)
+    assert "lm_loss" not in metrics
+    assert value.item() == pytest.approx(direct.item(), rel=1e-6)
+    assert value.item() != pytest.approx(gauss.item(), rel=1e-3)  # the options were bound

@@ -1,5 +1,3 @@
-import importlib.util
-
 import pytest
 
 from aworld_rl_v2p.loading import load_v2p
@@ -18,13 +16,18 @@ def test_plain_qwen25_vl_checkpoint_gets_pointer_tokens_and_a_head(tmp_path):
     assert not model.training
 
 
-@pytest.mark.skipif(
-    importlib.util.find_spec("aworld_rl_core.models") is not None,
-    reason="core has the models seam: tiny:qwen2_5_vl loads",
-)
-def test_tiny_model_without_core_models_seam_is_a_clear_error():
-    with pytest.raises(ImportError, match="aworld_rl_core.models"):
-        load_v2p("tiny:qwen2_5_vl")
+def test_tiny_model_is_core_tiny_qwen25_vl_with_pointer_tokens_in_the_dtype_asked():
+    import torch
+
+    from aworld_rl_core.models import tiny_vl_model
+
+    model, tokenizer, _ = load_v2p("tiny:qwen2_5_vl", dtype="bfloat16")
+    base = dict(tiny_vl_model().model.named_parameters())
+    assert model.dtype == torch.bfloat16
+    assert model.config.pointer_pad_token_id == tokenizer.convert_tokens_to_ids("<|pointer_pad|>")
+    ours = dict(model.named_parameters())
+    name = "model.language_model.layers.0.mlp.up_proj.weight"
+    assert torch.equal(ours[name], base[name].to(torch.bfloat16))  # core's fixed tiny weights
 
 
 def test_not_a_model_directory(tmp_path):

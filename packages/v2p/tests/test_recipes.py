@@ -3,16 +3,17 @@ import json
 import pytest
 from PIL import Image
 
-from aworld_rl_core import registry
-from aworld_rl_core.config import load_config
-from aworld_rl_core.runs import execute
 from aworld_rl_core.testing.contracts import PluginContract, RecipeContract
 from aworld_rl_v2p.synthetic import browser_available
 
 
 class TestPlugin(PluginContract):
     plugin = "v2p"
-    expected = {"recipes": ["v2p.generate", "v2p.eval", "v2p.click"], "datasets": ["v2p.grounding"]}
+    expected = {
+        "recipes": ["v2p.generate", "v2p.eval", "v2p.click", "v2p.train"],
+        "datasets": ["v2p.grounding"],
+        "losses": ["v2p.pointer"],
+    }
 
 
 class TestGenerateRecipe(RecipeContract):
@@ -29,21 +30,11 @@ class TestGenerateRecipe(RecipeContract):
         assert 0 <= x1 < x2 <= 1 and 0 <= y1 < y2 <= 1
 
 
-def tiny_run(recipe, tmp_path, overrides):
-    entry = registry.get_recipe(recipe)
-    cfg = load_config(
-        entry.config_cls(), preset="tiny-cpu", presets=entry.presets, overrides=overrides
-    )
-    result, run = execute(recipe, entry.run_fn(), cfg, output_dir=tmp_path / "run", quiet=True)
-    assert json.loads((run.dir / "status.json").read_text())["status"] == "completed"
-    return result, run.dir
-
-
 class TestEvalRecipe(RecipeContract):
     recipe = "v2p.eval"
     run_tiny_cpu = False  # needs a model directory and data: test_eval_tiny_cpu below
 
-    def test_eval_tiny_cpu(self, tmp_path, aworld_home, tiny_v2p_dir, synthetic_dir):
+    def test_eval_tiny_cpu(self, tmp_path, aworld_home, tiny_v2p_dir, synthetic_dir, tiny_run):
         data = synthetic_dir / "data.json"
         result, run_dir = tiny_run(
             self.recipe, tmp_path, [f"model={tiny_v2p_dir}", f"data.path={data}"]
@@ -68,7 +59,7 @@ class TestClickRecipe(RecipeContract):
     recipe = "v2p.click"
     run_tiny_cpu = False  # needs a model directory: test_click_dry_run below
 
-    def test_click_dry_run(self, tmp_path, aworld_home, tiny_v2p_dir, synthetic_dir):
+    def test_click_dry_run(self, tmp_path, aworld_home, tiny_v2p_dir, synthetic_dir, tiny_run):
         shot = synthetic_dir / "images" / "page00000.png"
         result, run_dir = tiny_run(
             self.recipe, tmp_path, [f"model={tiny_v2p_dir}", f"screenshot={shot}"]
@@ -79,12 +70,14 @@ class TestClickRecipe(RecipeContract):
         assert 0 < result.metrics["confidence"] <= 1
         assert Image.open(run_dir / "click.png").size == (width, height)
 
-    def test_empty_instruction_is_an_error(self, tmp_path, aworld_home, tiny_v2p_dir):
+    def test_empty_instruction_is_an_error(self, tmp_path, aworld_home, tiny_v2p_dir, tiny_run):
         with pytest.raises(ValueError, match="instruction is empty"):
             tiny_run(self.recipe, tmp_path, [f"model={tiny_v2p_dir}", "instruction='  '"])
 
 
-def test_eval_reads_a_screenspot_v2_folder(tmp_path, aworld_home, tiny_v2p_dir, synthetic_dir):
+def test_eval_reads_a_screenspot_v2_folder(
+    tmp_path, aworld_home, tiny_v2p_dir, synthetic_dir, tiny_run
+):
     rows = json.loads((synthetic_dir / "data.json").read_text())[:6]
     entries = []
     for r in rows:

@@ -3,15 +3,21 @@ from pathlib import Path
 
 import pytest
 import torch
+from PIL import Image
 
 from aworld_rl_core import registry
 from aworld_rl_core.config import load_config
 from aworld_rl_core.runs import execute
 from aworld_rl_core.testing.contracts import RecipeContract
 from aworld_rl_v2p.data import GroundingSample
+from aworld_rl_v2p.prompts import DIFF_MARKER, render
 from aworld_rl_v2p.training import KNOWN_SHAPES, memory_per_gpu, to_record, warmup_trainable
 
 GIB = 1024**3
+
+
+def logged(run_dir):
+    return [json.loads(line) for line in (run_dir / "metrics.jsonl").read_text().splitlines()]
 
 
 def test_record_has_image_part_action_and_box():
@@ -24,6 +30,34 @@ def test_record_has_image_part_action_and_box():
         assistant["content"] == "pyautogui.click(<|pointer_start|><|pointer_pad|><|pointer_end|>)"
     )
     assert record["pointer_boxes"] == [[0.1, 0.2, 0.3, 0.4]]
+
+
+def test_training_sees_the_tokens_and_pixels_evaluation_prompts_with(synthetic_dir):
+    from aworld_rl_core.backends.config import ModelConfig
+    from aworld_rl_core.vision import VisionCollator
+    from aworld_rl_v2p.data import read_aguvis
+    from aworld_rl_v2p.inference import Grounder
+    from aworld_rl_v2p.training import model_factory
+
+    sample = read_aguvis(synthetic_dir / "data.json")[0]
+    cfg = ModelConfig(name_or_path="tiny:qwen2_5_vl")
+    model, processor = model_factory(cfg, max_pixels=50176)
+    tok = processor.tokenizer
+    text = tok.apply_chat_template(to_record(sample)["messages"], tokenize=False)
+    assert text == render(sample.instruction) + DIFF_MARKER
+    train = VisionCollator(processor)([to_record(sample)])
+    grounder = Grounder(model, tok, processor.image_processor, max_pixels=50176)
+    with Image.open(sample.image) as image:
+        prompt = grounder.encode([image], [sample.instruction])
+    n = prompt["input_ids"].shape[1]  # the prompt ends with the pointer tokens and ")"
+    assert train["input_ids"][0, :n].tolist() == prompt["input_ids"][0].tolist()
+    assert torch.equal(train["pixel_values"], prompt["pixel_values"])
+    assert train["image_grid_thw"].tolist() == prompt["image_grid_thw"].tolist()
+    supervised = tok.decode(train["labels"][0][train["labels"][0] != -100])
+    assert supervised == "pyautogui.click(<|pointer_start|><|pointer_pad|><|pointer_end|>)" + (
+        DIFF_MARKER
+    )
+    assert train["pointer_boxes"] == [[list(sample.box)]]
 
 
 def test_warmup_trains_head_and_new_rows_only(tiny_v2p):
@@ -65,11 +99,84 @@ def test_memory_estimate_by_hand():
 
 class TestTrainRecipe(RecipeContract):
     recipe = "v2p.train"
+    run_tiny_cpu = False  # needs data: test_tiny_cpu_trains_through_hf_sft below
 
-    def check_result(self, result, run_dir):
-        assert result.metrics["gpus"] == 1.0
-        assert "v2p.train --config" in (run_dir / "launch.sh").read_text()
-        assert json.loads((run_dir / "zero3.json").read_text())["zero_optimization"]["stage"] == 3
+    def test_tiny_cpu_trains_through_hf_sft(self, tmp_path, aworld_home, synthetic_dir, tiny_run):
+        from transformers import set_seed
+
+        from aworld_rl_core.backends.config import ModelConfig
+        from aworld_rl_core.models import tiny_vl_model
+        from aworld_rl_v2p.loading import load_v2p
+        from aworld_rl_v2p.training import model_factory
+
+        data = synthetic_dir / "data.json"
+        overrides = [f"data.paths=[{data}]", "trainer.max_steps=2"]
+        result, run_dir = tiny_run(self.recipe, tmp_path, overrides)
+        assert result.metrics["global_step"] == 2.0 and result.metrics["samples"] == 20.0
+        steps = [r for r in logged(run_dir) if "pointer_loss" in r]
+        assert [r["step"] for r in steps] == [1, 2]
+        for r in steps:  # warm-up: pointer loss only (lm_weight -1), KL + suppression
+            assert "lm_loss" not in r and r["loss"] == pytest.approx(r["pointer_loss"], rel=1e-5)
+            assert r["pointer_loss"] == pytest.approx(r["pointer_kl"] + r["out_of_box_mass"])
+        trained, tokenizer, image_processor = load_v2p(str(result.outputs["model"]))
+        assert image_processor.size.longest_edge == 50176  # the training resize travels along
+        assert "<|recipient|>os" in tokenizer.chat_template
+        start = []
+        for _ in range(2):  # hf-sft seeds (trainer.seed=0) before the model factory runs
+            set_seed(0)
+            start.append(dict(model_factory(ModelConfig(name_or_path="tiny:qwen2_5_vl"))[0]
+                              .named_parameters()))  # fmt: skip
+        assert all(torch.equal(start[0][k], start[1][k]) for k in start[0])
+        base = dict(tiny_vl_model().model.named_parameters())
+        embed = "model.language_model.embed_tokens.weight"
+        after = dict(trained.named_parameters())
+        for name, value in after.items():
+            if name.startswith("multi_patch_pointer_head.") or name == embed:
+                continue
+            assert torch.equal(value, base[name]), f"{name} changed in the warm-up"
+        head = [n for n in after if n.startswith("multi_patch_pointer_head.")]
+        assert all(not torch.equal(after[n], start[0][n]) for n in head if n.endswith("weight"))
+        rows = (after[embed] - start[0][embed]).abs().sum(-1).nonzero().flatten().tolist()
+        pad = trained.config.pointer_pad_token_id
+        assert pad in rows and set(rows) <= set(trained.config.v2p_token_ids)
+
+    def test_main_stage_adds_the_lm_loss_and_trains_everything(
+        self, tmp_path, aworld_home, synthetic_dir, tiny_run
+    ):
+        data = synthetic_dir / "data.json"
+        overrides = [
+            f"data.paths=[{data}]",
+            "stage=main",
+            "loss.lm_weight=1",
+            "trainer.max_steps=1",
+            "trainer.batch_size=4",
+            "trainer.micro_batch_size=2",
+        ]
+        result, run_dir = tiny_run(self.recipe, tmp_path, overrides)
+        (step,) = [r for r in logged(run_dir) if "pointer_loss" in r]
+        assert step["loss"] == pytest.approx(step["lm_loss"] + step["pointer_loss"], rel=1e-4)
+        from aworld_rl_core.models import tiny_vl_model
+        from aworld_rl_v2p.loading import load_v2p
+
+        trained = dict(load_v2p(str(result.outputs["model"]))[0].named_parameters())
+        name = "model.language_model.layers.0.mlp.up_proj.weight"
+        assert not torch.equal(trained[name], dict(tiny_vl_model().model.named_parameters())[name])
+
+    @pytest.mark.parametrize(
+        ("override", "message"),
+        [
+            ("trainer.weight_decay=0.1", "AdamW's decay would move the frozen embedding rows"),
+            ("trainer.loss_options.alpha=1", "as loss.<key>, not trainer.loss_options"),
+            ("trainer.backend=trl", "trains through hf-sft"),
+        ],
+    )
+    def test_settings_that_would_train_wrongly_are_errors(
+        self, tmp_path, aworld_home, override, message, tiny_run
+    ):
+        from aworld_rl_core.errors import ConfigError
+
+        with pytest.raises(ConfigError, match=message):
+            tiny_run(self.recipe, tmp_path, [override, "launch.dry_run=true"])
 
     def test_paper_dry_run_prints_the_32_gpu_launch(self, tmp_path, aworld_home, capsys):
         entry = registry.get_recipe(self.recipe)

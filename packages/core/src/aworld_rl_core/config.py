@@ -197,14 +197,49 @@ def read_yaml(path: Path) -> dict[str, Any]:
 
 
 def merge(base: Mapping[str, Any], update: Mapping[str, Any]) -> dict[str, Any]:
-    """Deep-merge mappings; values of ``update`` win."""
+    """Deep-merge mappings; values of ``update`` win. A mapping with index keys merges into a
+    list item by item (``stages.0.batch_size=8`` changes the first stage only)."""
     out = dict(base)
     for key, value in update.items():
-        if isinstance(value, Mapping) and isinstance(out.get(key), Mapping):
-            out[key] = merge(out[key], value)
+        current = out.get(key)
+        if isinstance(value, Mapping) and isinstance(current, Mapping):
+            out[key] = merge(current, value)
+        elif _indexed(value) and isinstance(current, list):
+            out[key] = _merge_items(current, value, str(key))
         else:
             out[key] = value
     return out
+
+
+def _indexed(value: Any) -> bool:
+    """Whether ``value`` is a non-empty mapping whose keys are all list indices (``{"0": ...}``)."""
+    return (
+        isinstance(value, Mapping)
+        and bool(value)
+        and all(isinstance(k, int) or (isinstance(k, str) and k.isdigit()) for k in value)
+    )
+
+
+def _merge_items(items: Sequence[Any], update: Mapping[Any, Any], key: str) -> list[Any]:
+    """``items`` with ``update[i]`` merged into item ``i`` (mappings merge, others replace)."""
+    out = list(items)
+    for index, value in update.items():
+        i = _item_index(index, len(out), key)
+        if isinstance(value, Mapping) and isinstance(out[i], Mapping):
+            out[i] = merge(out[i], value)
+        else:
+            out[i] = value
+    return out
+
+
+def _item_index(index: Any, length: int, key: str) -> int:
+    i = int(index)
+    if i >= length:
+        raise ConfigError(
+            f"{key}.{i}: the list has {length} items (indices 0 to {length - 1}); give the "
+            "whole list to change its length"
+        )
+    return i
 
 
 def _nest(keys: list[str], value: Any) -> dict[str, Any]:
@@ -222,7 +257,10 @@ def from_dict(cls: type[T], data: Mapping[str, Any], prefix: str = "", base: Any
         raise ConfigError(f"{prefix.rstrip('.') or 'config'}: expected a mapping, got {data!r}")
     hints = typing.get_type_hints(cls)
     fields = {f.name: f for f in dataclasses.fields(typing.cast(Any, cls)) if f.init}
+    moved: Mapping[str, str] = getattr(cls, "__moved_keys__", {})
     for key in data:
+        if key in moved:
+            raise ConfigError(f"{prefix}{key} is not set here: {moved[key]}")
         if key not in fields:
             valid = [prefix + name for name in fields]
             close = difflib.get_close_matches(prefix + str(key), valid, n=1, cutoff=0.5)
@@ -243,6 +281,40 @@ def from_dict(cls: type[T], data: Mapping[str, Any], prefix: str = "", base: Any
         raise ConfigError(f"{prefix.rstrip('.') or cls.__name__}: {exc}") from None
     except ValueError as exc:  # a __post_init__ check
         raise ConfigError(f"{prefix.rstrip('.') or cls.__name__}: {exc}") from None
+
+
+def without_keys(cls: type[T], moved: Mapping[str, str], *, name: str) -> type[T]:
+    """A config class like ``cls`` without the dotted keys of ``moved`` (their sections are
+    narrowed the same way): a recipe whose parts set those values hides them, and a config
+    that sets one gets a ConfigError saying ``moved[key]`` (where to set it instead).
+    ``rebuild`` turns an instance back into a ``cls``."""
+    here = {k: v for k, v in moved.items() if "." not in k}
+    hints = typing.get_type_hints(cls)
+    fields: list[tuple[str, Any, Any]] = []
+    for f in dataclasses.fields(typing.cast(Any, cls)):
+        if f.name in here:
+            continue
+        tp, default, factory = hints[f.name], f.default, typing.cast(Any, f.default_factory)
+        inner = {k.split(".", 1)[1]: v for k, v in moved.items() if k.startswith(f"{f.name}.")}
+        if inner:
+            tp = without_keys(tp, inner, name=f"{name}_{f.name}")
+            default, factory = dataclasses.MISSING, tp
+        spec = dataclasses.field(default=default, default_factory=factory, metadata=f.metadata)
+        fields.append((f.name, tp, spec))
+    narrowed = dataclasses.make_dataclass(
+        name, fields, frozen=True, kw_only=True, namespace={"__moved_keys__": dict(here)}
+    )
+    narrowed.__doc__ = cls.__doc__
+    return typing.cast("type[T]", narrowed)
+
+
+def rebuild(cls: type[T], section: Any, values: Mapping[str, Any]) -> T:
+    """A ``cls`` from ``section`` (an instance of a ``without_keys`` class) plus the dotted
+    ``values`` of the keys it lacks (checked like any config)."""
+    data = to_dict(section)
+    for key, value in values.items():
+        data = merge(data, _nest(key.split("."), value))
+    return from_dict(cls, data)
 
 
 def _defaults(cls: type) -> Any:
@@ -275,9 +347,16 @@ def _convert(tp: Any, value: Any, key: str, base: Any = None) -> Any:
         inner = base if isinstance(base, tp) else None
         return from_dict(tp, value if value is not None else {}, key + ".", inner)
     if origin in (list, tuple, Sequence) or tp in (list, tuple):
+        item_tp = args[0] if args else Any
+        if _indexed(value) and isinstance(base, (list, tuple)):  # stages.0.x=... over defaults
+            update = {_item_index(i, len(base), key): v for i, v in value.items()}
+            items = [
+                _convert(item_tp, update[i], f"{key}.{i}", item) if i in update else item
+                for i, item in enumerate(base)
+            ]
+            return tuple(items) if origin is tuple or tp is tuple else items
         if isinstance(value, str) or not isinstance(value, (list, tuple)):
             raise _type_error(key, tp, value)
-        item_tp = args[0] if args else Any
         items = [_convert(item_tp, v, f"{key}[{i}]") for i, v in enumerate(value)]
         return tuple(items) if origin is tuple or tp is tuple else items
     if origin in (dict, Mapping) or tp is dict:
@@ -382,8 +461,21 @@ class FieldDoc:
     resumable: bool = False
 
 
+def _section_items(tp: Any) -> Any:
+    """The item class of a list / tuple of config sections (None for any other type)."""
+    args = [a for a in typing.get_args(tp) if a is not Ellipsis]
+    if typing.get_origin(tp) in (list, tuple) and len(args) == 1:
+        item = args[0]
+        if isinstance(item, type) and dataclasses.is_dataclass(item):
+            return item
+    return None
+
+
 def describe(cls: type, prefix: str = "", defaults: Any = None) -> Iterator[FieldDoc]:
     """Every leaf field of a config class: dotted key, type, default and help.
+
+    A list of sections (``stages``) is listed item by item (``stages.0.batch_size``), the keys
+    an override addresses them by.
 
     Defaults are the recipe's own: a nested section shows the values its parent sets (a
     ``paper`` model name), not the nested class's generic defaults.
@@ -407,6 +499,17 @@ def describe(cls: type, prefix: str = "", defaults: Any = None) -> Iterator[Fiel
         if isinstance(tp, type) and dataclasses.is_dataclass(tp):
             nested = default if dataclasses.is_dataclass(default) else None
             yield from describe(tp, f"{prefix}{f.name}.", nested)
+            continue
+        item_tp = _section_items(tp)
+        if item_tp is not None and isinstance(default, (list, tuple)) and default:
+            yield FieldDoc(
+                prefix + f.name,
+                type_name(tp),
+                f"{len(default)} items, below",
+                f.metadata.get("help", ""),
+            )
+            for i, item in enumerate(default):
+                yield from describe(item_tp, f"{prefix}{f.name}.{i}.", item)
             continue
         yield FieldDoc(
             prefix + f.name,

@@ -15,6 +15,7 @@ from aworld_rl_core.backends.config import ModelConfig, SFTConfig, TrainerConfig
 from aworld_rl_core.backends.hf_sft import LOSS_STATE_FILE, HfSftBackend  # noqa: E402
 from aworld_rl_core.backends.sft_data import (  # noqa: E402
     IGNORE_INDEX,
+    SEGMENT_PREFIX,
     SftCollator,
     build_samples,
     has_generation_markers,
@@ -314,3 +315,32 @@ class TestHfSftContract(BackendContract):
 
     backend = "hf-sft"
     kind = "sft"
+
+
+def test_supervised_loss_equals_the_full_logits_loss_with_its_gradients(tok):
+    """Logits only where a label follows: the model's own loss and gradients, both with the
+    Trainer's token count (gradient accumulation) and without it."""
+    from aworld_rl_core.backends.hf_sft import supervised_loss
+    from aworld_rl_core.models import tiny_causal_lm
+
+    model = tiny_causal_lm(tok)
+    samples, _ = build_samples([MULTI, SHORT], tok, max_length=256, per_turn=True)
+    batch = SftCollator(tok.pad_token_id)([s.as_features() for s in samples])
+    for key in [k for k in batch if k.startswith(SEGMENT_PREFIX)]:
+        batch.pop(key)
+    supervised = int((batch["labels"][:, 1:] != IGNORE_INDEX).sum())
+    for count in (None, torch.tensor(supervised + 5)):
+        model.zero_grad()
+        full = model(**batch, num_items_in_batch=count).loss
+        full.backward()
+        expected = {n: p.grad.clone() for n, p in model.named_parameters()}
+        model.zero_grad()
+        ours = supervised_loss(model, dict(batch), count)
+        ours.backward()
+        assert ours.item() == pytest.approx(full.item(), rel=1e-5)
+        for name, param in model.named_parameters():
+            assert torch.allclose(param.grad, expected[name], atol=1e-6), name
+    kept = model(
+        **{k: v for k, v in batch.items() if k != "labels"}, logits_to_keep=torch.tensor([3])
+    )
+    assert kept.logits.shape[1] == 1

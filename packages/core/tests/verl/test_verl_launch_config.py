@@ -162,3 +162,64 @@ def test_gpu_smoke_script_launch_is_valid(tmp_path):
     assert resolved["trainer"]["n_gpus_per_node"] == 1
     assert resolved["trainer"]["total_training_steps"] == 3
     assert resolved["actor_rollout_ref"]["rollout"]["agent"]["default_agent_loop"] == "aworld_env"
+
+
+def test_memory_and_validation_overrides_compose_and_build_our_stop_callback(
+    verl_compose, tmp_path, monkeypatch
+):
+    """Dynamic batch size, fused kernels, engine limits, hf_model checkpoints and the stop rule
+    are keys verl knows; verl builds our checkpoint callback from the composed config."""
+    import inspect
+    import json
+
+    from omegaconf import OmegaConf
+    from verl.trainer.ppo.checkpoint_callback import build_checkpoint_callback
+    from verl.trainer.ppo.v1 import trainer_base
+    from verl.utils.config import omega_conf_to_dataclass
+
+    from aworld_rl_core.backends.validation import InRunValidation
+    from aworld_rl_core.backends.verl.stopping import StopRuleCallback
+    from aworld_rl_core.refs import Ref
+
+    verl = dict(
+        dynamic_batch_size=True,
+        max_tokens_per_gpu=8192,
+        fused_kernels=True,
+        entropy_checkpointing=True,
+        max_num_batched_tokens=16384,
+        max_model_len=4096,
+    )
+    rl = RLConfig(group_size=4, kl_coef=0.1, max_response_tokens=2048)
+    cfg = TrainerConfig(backend="verl", batch_size=8, max_steps=20, rl=rl, verl=VerlConfig(**verl))
+    stop = Ref("stop_rules:after", kwargs={"validations": 2})
+    validation = InRunValidation(every=2, stop=stop)
+    model = ModelConfig(name_or_path="/models/qwen")
+    paths = replace(PATHS, checkpoint_dir=str(tmp_path / "ckpt"))
+    composed = verl_compose(
+        build_overrides(model, cfg, paths, n_rows=64, uses_env=True, validation=validation)
+    )
+    ar = composed.actor_rollout_ref
+    assert ar.actor.use_dynamic_bsz is True and ar.actor.ppo_max_token_len_per_gpu == 8192
+    assert ar.ref.log_prob_use_dynamic_bsz is True
+    assert ar.rollout.log_prob_max_token_len_per_gpu == 8192
+    assert ar.model.use_fused_kernels is True and ar.actor.entropy_checkpointing is True
+    assert ar.rollout.max_num_batched_tokens == 16384 and ar.rollout.max_model_len == 4096
+    assert "hf_model" in ar.actor.checkpoint.save_contents
+    assert composed.trainer.test_freq == 2 and composed.trainer.save_freq == 2
+    OmegaConf.resolve(composed)
+    actor = omega_conf_to_dataclass(composed.actor_rollout_ref.actor)
+    assert actor.use_dynamic_bsz and actor.ppo_max_token_len_per_gpu == 8192
+
+    monkeypatch.setenv("VERL_FILE_LOGGER_PATH", str(tmp_path / "m.jsonl"))
+    callback = build_checkpoint_callback(composed)
+    assert isinstance(callback, StopRuleCallback)
+    assert Ref.from_json(json.loads(composed.trainer.aworld_stop_rule)) == stop
+    # the stop works by lowering total_training_steps: verl's V1 loop must test it each step
+    fit = inspect.getsource(trainer_base.PPOTrainer.fit)
+    loop = fit[fit.index("while current_epoch") :]
+    assert loop.startswith(
+        "while current_epoch < self.config.trainer.total_epochs and "
+        "self.global_steps <= self.total_training_steps"
+    )
+    # ... and save before it validates, so a stop ends the run on a validated checkpoint
+    assert loop.index("self._save_checkpoint()") < loop.index("self._validate()")

@@ -23,7 +23,7 @@ from __future__ import annotations
 import functools
 import json
 import re
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from importlib import resources
 from pathlib import Path
@@ -247,6 +247,45 @@ class Augmenter:
             return text
         hint = self.hint_for(api_class, method, text)
         return text if hint is None else f"{text}\nHint: {hint}"
+
+
+def revealed_calls(text: str, calls: Iterable[str]) -> list[str]:
+    """The calls (BFCL call strings) that ``text`` gives away: it names the function together
+    with one of the call's argument values (a string of 2+ characters, a number, a boolean;
+    whole words, case-insensitive). Naming a function alone (``ls()``, "look the code up with
+    list_all_airports") points at a direction and is allowed."""
+    from aworld_rl_core.tooluse import ToolCallParseError, parse_python_calls
+
+    found = []
+    for source in calls:
+        try:
+            parsed = parse_python_calls(source)
+        except ToolCallParseError:
+            continue
+        for call in parsed:
+            name = call.name.rpartition(".")[2]
+            if _mentions(text, name) and any(_mentions(text, v) for v in _literal_texts(call)):
+                found.append(source)
+                break
+    return found
+
+
+def _literal_texts(call: Any) -> Iterator[str]:
+    stack = [*call.arguments.values(), *call.positional]
+    while stack:
+        value = stack.pop()
+        if isinstance(value, (list, tuple)):
+            stack.extend(value)
+        elif isinstance(value, dict):
+            stack.extend(value.values())
+        elif isinstance(value, (bool, int, float)):
+            yield repr(value)
+        elif isinstance(value, str) and len(value.strip()) >= 2:
+            yield value.strip()
+
+
+def _mentions(text: str, token: str) -> bool:
+    return re.search(rf"(?<![\w.]){re.escape(token)}(?!\w)", text, re.IGNORECASE) is not None
 
 
 def method_owners(instances: Mapping[str, object] | Iterable[tuple[str, object]]) -> dict[str, str]:

@@ -4,8 +4,11 @@ Each step the model writes ``<think>`` and then either ``<tool_call>[{"name", "a
 (executed; the observation lists the results, with hints on failures when augmentation is on)
 or ``<answer>`` (ends the user turn and reveals the next one). A format error gets a corrective
 observation without advancing; ``max_steps_per_turn`` force-advances a turn. In a turn whose
-ground truth is empty (the model should ask instead of acting) a tool call executes nothing,
-scores the turn 0 and is warned about in the next user message. Step rewards are the increments
+ground truth is empty (an *abstain* turn: a function or a parameter is missing, the model should
+ask instead of acting) only a well-formed reply without calls earns the turn: a tool call
+executes nothing, scores 0 and is warned about in the next user message, and a turn that never
+got a well-formed reply scores 0 (``abstain_credit="no_call"``: any turn end without a call
+scores 1, as BFCL's checker and our earlier reading do). Step rewards are the increments
 of the chosen episode reward, so the rewards of any prefix of the episode (a truncated rollout)
 add up to the reward of that prefix.
 """
@@ -15,7 +18,7 @@ from __future__ import annotations
 import functools
 import json
 from collections.abc import Mapping
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Literal
 
 from aworld_rl_core.environment import Message, Step
 from aworld_rl_core.tooluse import (
@@ -36,13 +39,16 @@ from aworld_rl_envtuning.rewards import (
     EpisodeStats,
     RewardSpec,
     StepKind,
+    format_score,
     progress_reward,
+    stage1_reward,
 )
 
 if TYPE_CHECKING:
     from aworld_rl_core.tooluse import ToolResult
     from aworld_rl_core.tooluse.bfcl import BfclEntry
 
+AbstainCredit = Literal["clean", "no_call"]
 TRAIN_STEP_CAP = 5
 EVAL_STEP_CAP = 20
 """BFCL's own limit of model steps per user turn."""
@@ -63,7 +69,10 @@ class EnvTuningEnv:
         prompt_style: PromptStyle = "basic",
         tool_docs: ToolDocs = "json",
         think_tag: str = "think",
+        abstain_credit: AbstainCredit = "clean",
     ) -> None:
+        if abstain_credit not in ("clean", "no_call"):
+            raise ValueError(f"abstain_credit must be clean or no_call, not {abstain_credit!r}")
         if not entry.is_multi_turn or entry.ground_truth is None:
             raise ValueError(f"{entry.id}: EnvTuningEnv needs a multi-turn entry with ground truth")
         if max_steps_per_turn < 1:
@@ -75,6 +84,7 @@ class EnvTuningEnv:
         self.prompt_style = prompt_style
         self.tool_docs = tool_docs
         self.think_tag = think_tag
+        self.abstain_credit = abstain_credit
         self.augmenter = Augmenter(hints, enabled=augmentation)
         self._parse = get_parser("think_json", think_tag=think_tag)
         self._episode: Any = None
@@ -188,11 +198,19 @@ class EnvTuningEnv:
         return Step(observation=observation, reward=self._reward_increment(), info=self._info())
 
     def _end_turn(self, *, blocked: bool = False, forced: bool = False) -> Step:
+        assert self.entry.ground_truth is not None
+        abstain = not self.entry.ground_truth[self._episode.turn]
+        # forced in an abstain turn: every reply broke the format (a call would have blocked)
+        unclean = forced and abstain and self.abstain_credit == "clean"
         result = self._episode.end_turn()
-        self.stats.turn_scores.append(0.0 if blocked else result.score)
+        self.stats.turn_scores.append(0.0 if blocked or unclean else result.score)
         self._steps_in_turn = 0
         if self._episode.done:
             self._done = True
+            if self.reward_spec.name == "accuracy":
+                from aworld_rl_core.tooluse.bfcl import judge_multi_turn
+
+                self.stats.valid = judge_multi_turn(self.entry, self.calls_per_turn).valid
             reward = self._reward_increment()
             return Step(observation=[], reward=reward, done=True, info=self.final_info())
         self.calls_per_turn.append([])
@@ -210,7 +228,17 @@ class EnvTuningEnv:
         return float(increment)
 
     def _info(self, **extra: Any) -> dict[str, Any]:
-        return {"turn": self._episode.turn, "steps": len(self.stats.steps), **extra}
+        """Every step's info: where the episode is and its scores so far (an episode cut by a
+        length limit ends on one of these)."""
+        denominator = self.reward_spec.format_denominator
+        return {
+            "turn": self._episode.turn,
+            "steps": len(self.stats.steps),
+            "progress": self.progress,
+            "format_score": format_score(self.stats, denominator),
+            "stage1_reward": stage1_reward(self.stats, denominator),
+            **extra,
+        }
 
     @property
     def progress(self) -> float:
@@ -235,6 +263,9 @@ class EnvTuningEnv:
             "calls_per_turn": [list(turn) for turn in self.calls_per_turn],
             "result": [list(turn) for turn in self.result],
             "failures": list(self.failures),
+            "format_score": format_score(stats, self.reward_spec.format_denominator),
+            "stage1_reward": stage1_reward(stats, self.reward_spec.format_denominator),
+            **({} if stats.valid is None else {"accuracy": float(stats.valid)}),
         }
 
 
@@ -271,10 +302,13 @@ def get_entry(entry_id: str) -> BfclEntry:
 def make_env(row: Mapping[str, Any], **options: Any) -> EnvTuningEnv:
     """The registered factory (``envtuning.bfcl``): the row's ``entry_id`` with JSON options, so
     verl workers can rebuild it (``reward`` is a :class:`RewardSpec` dict, ``hint_packs`` names
-    or file paths; hint packs are loaded once per process)."""
+    or file paths; hint packs are loaded once per process). A row's ``env_options`` override
+    the factory's (validation rows: no hints, BFCL's step limit, the accuracy reward)."""
     from aworld_rl_core.resources import shared
 
     options = dict(options)
+    if isinstance(row, Mapping) and isinstance(row.get("env_options"), Mapping):
+        options.update(row["env_options"])  # a row's own settings (validation rows)
     if isinstance(options.get("reward"), Mapping):
         options["reward"] = RewardSpec(**options["reward"])
     if "hint_packs" in options:

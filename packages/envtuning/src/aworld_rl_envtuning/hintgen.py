@@ -3,22 +3,27 @@
 1. Failures mined from trajectories are grouped by (API class, method, error pattern); a group
    recurring at least ``min_count`` times is a candidate.
 2. An *augmentation generator* LLM proposes a hint as JSON ``{reasoning, need_augmentation,
-   error_category, augmentation_type, augmented_feedback}``.
+   error_category, augmentation_type, augmented_feedback}``; its prompt carries hand-written
+   examples for the failing call's API class (``hint_examples.yaml``, 3 per domain).
 3. A *constitutional judge* LLM, shown the ground-truth calls for judgment only, answers
    ``{reasoning, solution_leakage, exploration_constraint, actionability, hint_quality,
    overall_approved, suggestions}``; a hint passes with no leakage, no over-constraint, an
-   actionable hint of good quality, and overall approval.
+   actionable hint of good quality, and overall approval. Before the judge is asked, a hint
+   that names a ground-truth function with one of its argument values
+   (``augmentation.revealed_calls``) is rejected whatever the judge would say.
 4. A rejected hint is regenerated with the judge's suggestions, up to ``max_attempts`` times.
 Approved hints become a :class:`HintPack` whose ``match`` is the group's error pattern.
 """
 
 from __future__ import annotations
 
+import functools
 import json
 import re
 from collections import Counter
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
+from importlib import resources
 from typing import Any
 
 from aworld_rl_envtuning.augmentation import (
@@ -26,6 +31,7 @@ from aworld_rl_envtuning.augmentation import (
     ERROR_CATEGORIES,
     Hint,
     HintPack,
+    revealed_calls,
 )
 
 Chat = Callable[[list[dict[str, str]]], str]
@@ -96,17 +102,39 @@ def group_failures(
     return [g for g in ranked if g.count >= min_count]
 
 
+@functools.lru_cache(maxsize=1)
+def hint_examples() -> dict[str, list[dict[str, str]]]:
+    """The hand-written examples per API class (``hint_examples.yaml``)."""
+    import yaml
+
+    text = (resources.files("aworld_rl_envtuning") / "hint_examples.yaml").read_text("utf-8")
+    return yaml.safe_load(text)
+
+
+def examples_for(api_class: str | None) -> list[dict[str, str]]:
+    """The class's examples; for an unknown class, the first example of every class."""
+    examples = hint_examples()
+    if api_class in examples:
+        return examples[api_class]
+    return [dict(items[0], api_class=name) for name, items in examples.items()]
+
+
 def generator_messages(group: FailureGroup, feedback: str = "") -> list[dict[str, str]]:
-    examples = json.dumps(
+    failures = json.dumps(
         [{k: e.get(k) for k in ("question", "arguments", "error")} for e in group.examples],
         ensure_ascii=False,
     )
+    shots = "\n".join(
+        f"- {e['function']}: error {e['error']!r} -> feedback {e['hint']!r}"
+        for e in examples_for(group.api_class)
+    )
     user = (
         f"API class: {group.api_class}\nFunction: {group.method}\n"
-        f"The agent repeatedly got this error ({group.count} times). Examples: {examples}\n\n"
+        f"The agent repeatedly got this error ({group.count} times). Examples: {failures}\n\n"
         "Write feedback the environment will append to this error so that the agent can find "
         "the root cause and a direction by itself. Do not give the solution, the exact call or "
         "argument values of a task; do not forbid exploring other approaches.\n"
+        f"Good feedback for errors of this kind of API:\n{shots}\n"
         f"error_category is one of {', '.join(ERROR_CATEGORIES)}; augmentation_type is one of "
         f"{', '.join(AUGMENTATION_TYPES)}.\n"
         'Answer with one JSON object: {"reasoning": str, "need_augmentation": bool, '
@@ -125,7 +153,9 @@ def judge_messages(
         f"Error: {group.examples[0]['error']}\nProposed hint: {hint}\n"
         f"Ground-truth calls (for your judgment only, never to be revealed): "
         f"{json.dumps(list(ground_truth))}\n\n"
-        "Check: does the hint leak the solution (exact calls or values)? Does it constrain "
+        "Check: does the hint leak the solution? It does when it states a ground-truth call, "
+        "or names a ground-truth function together with any of its argument values. Does it "
+        "constrain "
         "exploration (forbid valid approaches)? Is it actionable? Is its quality poor, fair, "
         "good or excellent?\n"
         'Answer with one JSON object: {"reasoning": str, "solution_leakage": bool, '
@@ -213,6 +243,13 @@ def make_hint(
             attempts.append(HintAttempt(proposal, None, False))
             return HintOutcome(group, attempts, None)
         text = str(proposal["augmented_feedback"]).strip()
+        leaked = revealed_calls(text, ground_truth)
+        if leaked:  # the constitution's first rule, checked without asking the judge
+            reason = f"the hint gives away {', '.join(leaked)}: name no argument values"
+            rejected = {"solution_leakage": True, "overall_approved": False, "suggestions": reason}
+            attempts.append(HintAttempt(proposal, rejected, False))
+            feedback = reason
+            continue
         verdict = parse_json_object(judge(judge_messages(group, text, ground_truth)))
         ok = verdict is not None and approved(verdict)
         attempts.append(HintAttempt(proposal, verdict, ok))

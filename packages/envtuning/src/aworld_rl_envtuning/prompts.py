@@ -1,9 +1,11 @@
 """The texts EnvTuning's environment shows the model (our wording of the paper's App. F prompts).
 
 ``basic`` is the stage 1-2 system prompt; ``resourceful`` (stages 3-4) adds the two rules the
-paper adds: try other tools before asking the user, and never guess a missing function or
-parameter. Tool docs are listed as BFCL's JSON docs (``tool_docs="json"``) or one line per
-function (``"compact"``, for small-context CPU runs).
+paper adds, worded so that they agree with the environment: look up what a listed function can
+give instead of asking, and when a function or a value only the user has is missing, call
+nothing and ask (any call in such a turn scores it 0, as in BFCL). Tool docs are listed as
+BFCL's JSON docs (``tool_docs="json"``) or one line per function (``"compact"``, for
+small-context CPU runs).
 """
 
 from __future__ import annotations
@@ -37,10 +39,11 @@ _FORMATS = (
     "fulfilled, then use Format 2.\n"
 )
 _RESOURCEFUL = (
-    "- Be resourceful: when information is missing, first try to obtain it with the available "
-    "functions before asking the user.\n"
-    "- Prioritize clarity over assumptions: if a needed function is not available or a "
-    "required parameter cannot be obtained, do not invent a call; ask the user in Format 2.\n"
+    "- Be resourceful: a value one of the listed functions can give you (an id, a code, the "
+    "current state) is yours to look up; do not ask the user for it.\n"
+    "- Prioritize clarity over assumptions: if the request needs a function that is not in the "
+    "list, or a value that only the user can give and did not, make no call at all for it: ask "
+    "the user in Format 2 right away.\n"
 )
 
 AFTER_EXECUTION = (

@@ -9,6 +9,8 @@ the 0/1 score of every user turn that ended. The rewards:
 - progress ``R_P`` = mean turn score, over the entry's expected turns (default: turns never
   reached score 0) or over the turns reached (``denominator="reached"``, the released code);
 - binary: 1 when every expected turn scored 1;
+- accuracy: BFCL's verdict on the whole episode (1 when valid; the environment judges the
+  finished episode), what validation measures;
 - direct GRPO mix: ``0.9 * R_P + 0.1 * R_format``.
 """
 
@@ -21,8 +23,8 @@ from typing import Literal
 
 Denominator = Literal["expected", "reached"]
 FormatDenominator = Literal["steps", "entries"]
-RewardName = Literal["format", "progress", "binary", "mixed"]
-REWARD_NAMES: tuple[str, ...] = ("format", "progress", "binary", "mixed")
+RewardName = Literal["format", "progress", "binary", "mixed", "accuracy"]
+REWARD_NAMES: tuple[str, ...] = ("format", "progress", "binary", "mixed", "accuracy")
 
 
 class StepKind(str, Enum):
@@ -41,13 +43,15 @@ class EpisodeStats:
 
     ``turn_scores`` holds the score of each user turn that ended (in order); ``expected_turns``
     is the number of user turns of the entry; ``forced_turn_ends`` counts turns closed by the
-    step cap (the released code emits a turn-end reward entry for those too).
+    step cap (the released code emits a turn-end reward entry for those too); ``valid`` is
+    BFCL's verdict once a judged episode has ended (None before).
     """
 
     expected_turns: int
     steps: list[StepKind] = field(default_factory=list)
     turn_scores: list[float] = field(default_factory=list)
     forced_turn_ends: int = 0
+    valid: bool | None = None
 
     def __post_init__(self) -> None:
         if self.expected_turns < 1:
@@ -153,6 +157,7 @@ def compute_reward(stats: EpisodeStats, spec: RewardSpec) -> float:
         "format": lambda: stage1_reward(stats, spec.format_denominator),
         "progress": lambda: progress_reward(stats, spec.denominator),
         "binary": lambda: binary_reward(stats),
+        "accuracy": lambda: float(bool(stats.valid)),
         "mixed": lambda: mixed_reward(
             stats,
             mix_progress=spec.mix_progress,

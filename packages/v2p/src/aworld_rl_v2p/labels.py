@@ -14,11 +14,11 @@ resized image (one visual token each after Qwen2.5-VL's 2x2 merge):
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Literal
 
 import torch
 
-LabelStyle = Literal["all", "center", "gauss"]
+from aworld_rl_v2p.options import LabelStyle
+
 STYLES = ("all", "center", "gauss")
 PAPER_SIGMA_FACTOR = 1.0  # what the released training scripts pass (--sigma_factor 1)
 TWO_SIGMA_FACTOR = 4.1325  # the code's other default: box edges near 2 sigma (96% in 1-D)

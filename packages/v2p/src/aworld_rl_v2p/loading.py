@@ -8,17 +8,24 @@ from typing import Any
 TINY = "tiny:qwen2_5_vl"
 
 
-def load_v2p(name_or_path: str) -> tuple[Any, Any, Any]:
+def load_v2p(name_or_path: str, *, dtype: str = "auto") -> tuple[Any, Any, Any]:
     """(model, tokenizer, image processor) from a saved directory, a hub id, or ``tiny:``.
 
     ``tiny:qwen2_5_vl`` is core's tiny random Qwen2.5-VL (``aworld_rl_core.models``). A
     checkpoint without pointer tokens (the base Qwen2.5-VL) gets them, with a fresh head.
+    ``dtype``: ``auto`` (the checkpoint's), ``float32``, ``bfloat16`` or ``float16``.
     """
+    import torch
+
     from aworld_rl_v2p.modeling import V2PForConditionalGeneration, add_pointer_tokens, from_base
 
+    torch_dtype = "auto" if dtype == "auto" else getattr(torch, dtype)
     if name_or_path.startswith("tiny:"):
         model, tokenizer, image_processor = _core_tiny(name_or_path)
-        return from_base(model, tokenizer).eval(), tokenizer, image_processor
+        model = from_base(model, tokenizer)
+        if dtype != "auto":
+            model = model.to(torch_dtype)
+        return model.eval(), tokenizer, image_processor
     from transformers import AutoTokenizer
     from transformers.models.qwen2_vl.image_processing_pil_qwen2_vl import (
         Qwen2VLImageProcessorPil,
@@ -27,7 +34,7 @@ def load_v2p(name_or_path: str) -> tuple[Any, Any, Any]:
     path = Path(name_or_path)
     if not (path / "config.json").is_file() and path.exists():
         raise FileNotFoundError(f"'{path}' holds no config.json: give a saved model directory")
-    model = V2PForConditionalGeneration.from_pretrained(name_or_path)
+    model = V2PForConditionalGeneration.from_pretrained(name_or_path, dtype=torch_dtype)
     tokenizer = AutoTokenizer.from_pretrained(name_or_path)
     try:
         image_processor = Qwen2VLImageProcessorPil.from_pretrained(name_or_path)

@@ -14,14 +14,15 @@ The model-level loss over a batch (LM loss + pointer loss) is ``compute_loss``.
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass, fields
-from typing import Any, Literal
+from dataclasses import fields
+from typing import Any
 
 import torch
 import torch.nn.functional as F
 
 from aworld_rl_v2p.boxes import PATCH, to_resized_pixels
-from aworld_rl_v2p.labels import LabelStyle, patch_labels
+from aworld_rl_v2p.labels import patch_labels
+from aworld_rl_v2p.options import PointerLossOptions
 
 IGNORE = -100
 
@@ -69,20 +70,6 @@ def _check(logits: torch.Tensor, in_box: torch.Tensor) -> tuple[torch.Tensor, to
             "build both from the same image grid"
         )
     return logits, in_box
-
-
-@dataclass(frozen=True, kw_only=True)
-class PointerLossOptions:
-    """How ``compute_loss`` weighs and builds its terms (``trainer.loss_options``)."""
-
-    label_style: LabelStyle = "gauss"
-    sigma_factor: float = 1.0
-    suppression: bool = True
-    # "box": mass outside the patches the box overlaps (the issue's definition);
-    # "label": outside the label's support (the released code; differs only for "center")
-    suppression_region: Literal["box", "label"] = "box"
-    lm_weight: float = 1.0  # <= 0: the LM loss is not computed (warm-up)
-    pointer_weight: float = 1.0
 
 
 def compute_loss(model: Any, batch: Mapping[str, Any], **options: Any) -> tuple[torch.Tensor, dict]:

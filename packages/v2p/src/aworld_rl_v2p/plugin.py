@@ -38,6 +38,18 @@ def register_recipes(register):
 
 
 @hookimpl
+def register_losses(register):
+    register(
+        "v2p.pointer",
+        "aworld_rl_v2p.loss:compute_loss",
+        kind="model",
+        help="V2P's model-level loss: lm_weight x LM + pointer_weight x (KL(gauss labels || "
+        "head softmax) + out-of-box mass); options: label_style, sigma_factor, suppression, "
+        "suppression_region, lm_weight, pointer_weight.",
+    )
+
+
+@hookimpl
 def register_datasets(register):
     register(
         "v2p.grounding",

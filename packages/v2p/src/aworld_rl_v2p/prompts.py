@@ -29,6 +29,25 @@ SYSTEM_PROMPT = (
     "For example, you can output: pyautogui.click(<your_special_token_here>)."
 )
 
+# GUI-Actor's conversation format as a chat template, so training (core's VisionCollator
+# renders records with the tokenizer's template) sees exactly the tokens ``render`` gives at
+# evaluation; image parts render as ``IMAGE``; the assistant's action sits inside generation
+# markers (assistant-only labels) and ends with ``<|diff_marker|>`` (GUI-Actor's end of turn)
+CHAT_TEMPLATE = (
+    "{%- macro content(c) -%}{%- if c is string -%}{{- c -}}{%- else -%}"
+    "{%- for part in c -%}{%- if part.type == 'text' -%}{{- part.text -}}"
+    "{%- elif part.type in ['image', 'image_url'] -%}{{- '" + IMAGE + "' -}}"
+    "{%- endif -%}{%- endfor -%}{%- endif -%}{%- endmacro -%}"
+    "{%- for message in messages -%}{%- if message.role == 'assistant' -%}"
+    "{{- '<|im_start|>assistant" + RECIPIENT + "os\n' -}}"
+    "{%- generation -%}{{- content(message.content) -}}{{- '" + DIFF_MARKER + "' -}}"
+    "{%- endgeneration -%}{%- else -%}"
+    "{{- '<|im_start|>' + message.role + '\n' + content(message.content) + '<|im_end|>\n' -}}"
+    "{%- endif -%}{%- endfor -%}"
+    "{%- if add_generation_prompt -%}{{- '<|im_start|>assistant" + RECIPIENT + "os\n' -}}"
+    "{%- endif -%}"
+)
+
 _COORDINATES = re.compile(r"x=([0-9.]+),\s*y=([0-9.]+)")
 _EDGE = 1e-3  # coordinates this close to 0 or 1 are pulled inside (the released data rule)
 

@@ -1,9 +1,13 @@
-"""Training pieces for core's hf-sft backend: records, the warm-up's trainable set, memory.
+"""Training pieces for core's hf-sft backend: records, model factory, trainable set, memory.
 
 - ``to_record``: a grounding sample as a core vision record (system, user image + instruction,
   assistant ``pyautogui.click(<pointer>)``) with ``pointer_boxes`` for ``loss.compute_loss``;
-- ``warmup_trainable``: stage 1 trains the action head and the new token rows only (the other
-  embedding rows get a zero gradient through a row mask); stage 2 trains everything;
+- ``model_factory``: hf-sft's ``TrainJob.model_factory``: the V2P model and a processor whose
+  tokenizer renders GUI-Actor's format (``prompts.CHAT_TEMPLATE``: training sees the tokens
+  evaluation prompts with) and whose image processor has the training resize bounds;
+- ``warmup_trainable``: hf-sft's ``TrainJob.model_setup``: stage 1 trains the action head and
+  the new token rows only (the other embedding rows get a zero gradient through a row mask);
+  stage 2 trains everything;
 - ``memory_per_gpu``: a ZeRO-3 estimate of one GPU's memory for the dry run.
 """
 
@@ -13,7 +17,7 @@ from dataclasses import dataclass
 from typing import Any, Literal
 
 from aworld_rl_v2p.data import GroundingSample
-from aworld_rl_v2p.prompts import CLICK_ACTION, SYSTEM_PROMPT
+from aworld_rl_v2p.prompts import CHAT_TEMPLATE, CLICK_ACTION, SYSTEM_PROMPT
 
 Stage = Literal["warmup", "main"]
 
@@ -35,6 +39,27 @@ def to_record(sample: GroundingSample, *, system: str = SYSTEM_PROMPT) -> dict[s
         "pointer_boxes": [list(sample.box)],
         "id": sample.id,
     }
+
+
+def model_factory(
+    model_cfg: Any, *, max_pixels: int | None = None, min_pixels: int | None = None
+) -> tuple[Any, Any]:
+    """(V2P model, processor) for ``model_cfg`` (``loading.load_v2p``; a plain Qwen2.5-VL gets
+    the pointer tokens and a fresh head). The processor is saved with the trained model, so
+    its chat template and resize bounds travel with it."""
+    from aworld_rl_core.models import ImageTextProcessor
+    from aworld_rl_v2p.loading import load_v2p
+
+    model, tokenizer, image_processor = load_v2p(model_cfg.name_or_path, dtype=model_cfg.dtype)
+    tokenizer.chat_template = CHAT_TEMPLATE
+    if max_pixels is not None or min_pixels is not None:
+        size = dict(image_processor.to_dict()["size"])
+        size.update({"longest_edge": max_pixels} if max_pixels is not None else {})
+        size.update({"shortest_edge": min_pixels} if min_pixels is not None else {})
+        image_processor = type(image_processor).from_dict(
+            {**image_processor.to_dict(), "size": size}
+        )
+    return model, ImageTextProcessor(tokenizer, image_processor)
 
 
 def warmup_trainable(model: Any, stage: Stage) -> dict[str, Any]:

@@ -8,6 +8,7 @@ from typing import TYPE_CHECKING, Any, Protocol
 
 if TYPE_CHECKING:
     from aworld_rl_core.backends.config import ModelConfig, TrainerConfig
+    from aworld_rl_core.backends.validation import InRunValidation
     from aworld_rl_core.environment import Environment
     from aworld_rl_core.losses import Loss
     from aworld_rl_core.refs import Ref
@@ -39,6 +40,9 @@ class TrainJob:
     when None, ``trainer.loss`` names one (``losses.job_loss`` resolves it). hf-sft also takes
     ``model_factory(model_cfg) -> (model, processor or tokenizer)`` and ``model_setup(model) ->
     {parameter name: gradient mask}`` (import paths, Refs or callables).
+
+    ``validation`` (``backends.validation.InRunValidation``): the run validates its policy on
+    ``eval_rows`` every few steps and its stop rule may end it (trl and verl).
     """
 
     model: ModelConfig
@@ -52,6 +56,7 @@ class TrainJob:
     loss: Ref | str | Loss | LossFn | None = None
     model_factory: Ref | str | Callable[..., tuple[Any, Any]] | None = None
     model_setup: Ref | str | Callable[..., Mapping[str, Any] | None] | None = None
+    validation: InRunValidation | None = None
 
     def env_factory(self) -> EnvFactory | None:
         """``factory(row) -> Environment`` for this job's ``env`` (None without one)."""

@@ -103,6 +103,42 @@ class HfSftBackend:
         )
 
 
+def supervised_loss(
+    model: Any, inputs: dict[str, Any], num_items_in_batch: Any = None, return_outputs: bool = False
+) -> Any:
+    """The causal-LM cross-entropy, with logits computed only where a label follows.
+
+    The same value (and gradients) as the model's own loss on the full logits, which cost a
+    ``positions x vocabulary`` matrix: with assistant-only labels most positions are prompt,
+    and on a small model the output head is nearly all the compute. The kept positions are the
+    union over the batch (``logits_to_keep`` takes one index set)."""
+    import torch
+
+    labels = inputs.pop("labels")
+    targets = labels[:, 1:]
+    keep = (targets != IGNORE_INDEX).any(dim=0).nonzero().flatten()
+    outputs = model(**inputs, logits_to_keep=keep)
+    logits = outputs.logits.float()
+    picked = targets[:, keep]
+    total = torch.nn.functional.cross_entropy(
+        logits.reshape(-1, logits.shape[-1]),
+        picked.reshape(-1),
+        ignore_index=IGNORE_INDEX,
+        reduction="sum",
+    )
+    count = num_items_in_batch if num_items_in_batch is not None else (picked != IGNORE_INDEX).sum()
+    loss = total / torch.as_tensor(count, device=total.device)
+    return (loss, outputs) if return_outputs else loss
+
+
+def _keeps_logits(model: Any) -> bool:
+    """Whether the model's forward takes ``logits_to_keep`` (transformers' causal LMs do)."""
+    import inspect
+
+    forward = getattr(model, "forward", None)
+    return forward is not None and "logits_to_keep" in inspect.signature(forward).parameters
+
+
 def _masked(mask: Any, grad: Any) -> Any:
     return grad * mask
 
@@ -273,6 +309,14 @@ def _make_trainer(
 
         def compute_loss(self, model, inputs, return_outputs=False, num_items_in_batch=None):
             if self.model_loss is None:
+                if (
+                    self.token_loss is None
+                    and "pixel_values" not in inputs
+                    and _keeps_logits(model)
+                ):
+                    inputs = dict(inputs)
+                    self.pop_segment_inputs(inputs)
+                    return supervised_loss(model, inputs, num_items_in_batch, return_outputs)
                 return super().compute_loss(model, inputs, return_outputs, num_items_in_batch)
             value, metrics = self.model_loss(model, dict(inputs))
             for key, number in (metrics or {}).items():

@@ -49,6 +49,8 @@ def check_job(job: TrainJob) -> None:
         raise ValueError("the trl backend got no training rows")
     if not job.rewards and job.env is None:
         raise ValueError("the trl backend needs reward functions or an environment (or both)")
+    if job.validation is not None and not job.eval_rows:
+        raise ValueError("in-run validation (job.validation) plays job.eval_rows: give some")
     if rl.kl_estimator not in TRL_KL_ESTIMATORS:
         raise ValueError(
             f"trainer.rl.kl_estimator={rl.kl_estimator!r} is not available with trl (it computes "
@@ -157,6 +159,9 @@ class TrlGrpoBackend:
         if job.env is not None:
             rewards.append(glue.env_return)
         callback = RunLogCallback(run, desc="GRPO steps", renames={"reward": "reward_mean"})
+        callbacks: list[Any] = [callback]
+        if job.validation is not None:
+            callbacks.append(self._validation(job, rollout, tokenizer, rewards))
         trainer = glue.EnvGRPOTrainer(
             rollout=rollout,
             model=model,
@@ -169,10 +174,25 @@ class TrlGrpoBackend:
                 else None
             ),
             processing_class=tokenizer,
-            callbacks=[callback],
+            callbacks=callbacks,
         )
         trainer.remove_callback(PrinterCallback)  # metrics go to run.log, progress to run.progress
         return trainer, callback
+
+    @staticmethod
+    def _validation(job: TrainJob, rollout: Any, tokenizer: Any, rewards: list[Any]) -> Any:
+        """The in-run validation callback: greedy episodes on the eval rows."""
+        from aworld_rl_core.backends import trl_trainer as glue
+
+        assert job.validation is not None
+        indices = list(range(len(job.train_rows), len(job.train_rows) + len(job.eval_rows)))
+        weights = _reward_weights(job)
+
+        def validate(model: Any) -> dict[str, float]:
+            episodes = rollout.play(model, tokenizer, job.eval_rows, temperature=0.0)
+            return glue.validation_metrics(episodes, indices, rewards, weights)
+
+        return glue.ValidationCallback(job.validation, validate, job.run)
 
     def train(self, job: TrainJob) -> RunResult:
         from aworld_rl_core.runs import RunResult
@@ -195,7 +215,8 @@ class TrlGrpoBackend:
                 "train_loss": float(output.training_loss),
             }
         )
-        if job.eval_rows:
+        validation = self._validation_result(trainer, job, metrics)
+        if job.eval_rows and validation is None:
             evaluated = trainer.evaluate()
             metrics.update(
                 {
@@ -206,7 +227,27 @@ class TrlGrpoBackend:
             )
         saved = checkpoints(run.checkpoint_dir)
         outputs = {"model": saved[-1]} if saved else {}
+        if validation is not None:
+            outputs["validation"] = validation
         return RunResult(metrics=metrics, outputs=outputs, checkpoints=saved)
+
+    @staticmethod
+    def _validation_result(trainer: Any, job: TrainJob, metrics: dict[str, float]) -> Any:
+        """Adds the last validation and whether the stop rule ended the run to ``metrics``;
+        the history file (None without in-run validation)."""
+        from aworld_rl_core.backends import trl_trainer as glue
+
+        found = [
+            c for c in trainer.callback_handler.callbacks if isinstance(c, glue.ValidationCallback)
+        ]
+        if not found:
+            return None
+        callback = found[0]
+        if callback.history:
+            metrics.update({k: v for k, v in callback.history[-1].items() if k.startswith("val/")})
+        metrics["validations"] = float(len(callback.history))
+        metrics["stopped_early"] = float(callback.stopped_at is not None)
+        return callback.path
 
 
 def _index_dataset(dataset_cls: Any, indices: range) -> Any:

@@ -7,12 +7,15 @@ inside ``train``.
 from __future__ import annotations
 
 import functools
+import math
 import warnings
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
+from transformers import TrainerCallback
 from trl import GRPOTrainer
 
+from aworld_rl_core.backends import validation as val
 from aworld_rl_core.backends.checkpoints import AtomicCheckpoints
 from aworld_rl_core.backends.hf_generate import HfGenerator, generate_turns
 from aworld_rl_core.engine import ChatCodec, Episode, Limits, Rollout, run_batched
@@ -82,27 +85,39 @@ class EpisodeRollout:
     def _env(self, row: Mapping[str, Any]) -> Environment:
         return self.env_factory(row) if self.env_factory else PromptOnlyEnv(row)
 
-    def __call__(self, prompts: Sequence[Any], trainer: GRPOTrainer) -> dict[str, Any]:
-        rows = self.batch_rows
-        if len(rows) != len(prompts):
-            raise RuntimeError("EpisodeRollout was not bound to this batch's rows")
+    def play(
+        self,
+        model: Any,
+        tokenizer: Any,
+        rows: Sequence[Mapping[str, Any]],
+        *,
+        temperature: float | None = None,
+    ) -> list[Episode]:
+        """One episode per row with ``model`` (``temperature=0``: greedy)."""
         generator = HfGenerator(
-            trainer.accelerator.unwrap_model(trainer.model),
-            pad_id=trainer.processing_class.pad_token_id,
+            model,
+            pad_id=tokenizer.pad_token_id,
             stop_ids=[self.codec.eos_id],
-            temperature=self.temperature,
+            temperature=self.temperature if temperature is None else temperature,
             top_p=self.top_p,
-            tokenizer=trainer.processing_class,
+            tokenizer=tokenizer,
         )
         envs: list[Environment] = []
         try:
             envs.extend(self._env(row) for row in rows)
             tools = [row.get("tools") or None for row in rows]
             rollout = Rollout(envs, self.limits, codec=self.codec, tools=tools)
-            episodes = run_batched(rollout, functools.partial(generate_turns, generator))
+            return run_batched(rollout, functools.partial(generate_turns, generator))
         finally:
             for env in envs:
                 env.close()
+
+    def __call__(self, prompts: Sequence[Any], trainer: GRPOTrainer) -> dict[str, Any]:
+        rows = self.batch_rows
+        if len(rows) != len(prompts):
+            raise RuntimeError("EpisodeRollout was not bound to this batch's rows")
+        model = trainer.accelerator.unwrap_model(trainer.model)
+        episodes = self.play(model, trainer.processing_class, rows)
         _log_episode_metrics(trainer, episodes)
         logprobs = [e.logprobs for e in episodes]
         return {
@@ -185,3 +200,90 @@ class EpisodeReward:
 def env_return(*, episode: Sequence[Episode], **_: Any) -> list[float]:
     """The environment's own episode reward (sum of step rewards), as a TRL reward function."""
     return [e.reward for e in episode]
+
+
+class ValidationCallback(TrainerCallback):
+    """In-run validation (``backends.validation``): every ``validation.every`` steps (and at
+    the last one) ``validate(model)`` plays the validation rows greedily; the metrics go to the
+    run as ``val/<name>`` and the history to ``validation.jsonl``; when the stop rule fires, the
+    trainer saves that step's checkpoint and stops. The gradient norm of a validation step is
+    logged before it is validated (the step's log is forced)."""
+
+    def __init__(
+        self,
+        validation: val.InRunValidation,
+        validate: Callable[[Any], dict[str, float]],
+        run: Any,
+    ) -> None:
+        self.validation = validation
+        self.rule = validation.stop_rule()
+        self.validate = validate
+        self.run = run
+        self.path = run.dir / val.HISTORY_FILE
+        self.history: val.History = []
+        self.grad_norms: list[float] = []
+        self.stopped_at: int | None = None
+        self._due = False
+
+    def on_train_begin(self, args, state, control, model=None, **kwargs):
+        # a resumed run forgets what happened after the checkpoint it resumes from
+        self.history = val.read_history(self.path, up_to_step=state.global_step)
+        val.write_history(self.path, self.history)
+        stop = val.read_stop(self.run.dir)
+        if stop is not None and stop["step"] > state.global_step:
+            (self.run.dir / val.STOP_FILE).unlink()
+        if self.validation.before_train and state.global_step == 0 and not self.history:
+            self._run(state, control, model)
+
+    def on_step_end(self, args, state, control, **kwargs):
+        if self.validation.due(state.global_step, state.max_steps):
+            self._due = control.should_log = True
+
+    def on_log(self, args, state, control, logs=None, model=None, **kwargs):
+        if logs and isinstance(logs.get("grad_norm"), (int, float)):
+            self.grad_norms.append(float(logs["grad_norm"]))
+        if self._due:
+            self._due = False
+            self._run(state, control, model)
+
+    def _run(self, state: Any, control: Any, model: Any) -> None:
+        metrics = self.validate(model)
+        record = val.entry(state.global_step, metrics, self.grad_norms)
+        self.grad_norms = []
+        self.history.append(record)
+        val.write_history(self.path, self.history)
+        self.run.log({k: v for k, v in record.items() if k.startswith("val/")}, step=record["step"])
+        if state.global_step > 0 and self.rule is not None and self.rule(self.history):
+            self.stopped_at = state.global_step
+            val.write_stop(self.run.dir, state.global_step, self.history)
+            control.should_save = True
+            control.should_training_stop = True
+
+
+def validation_metrics(
+    episodes: Sequence[Episode],
+    row_index: Sequence[int],
+    rewards: Sequence[Callable[..., list[float]]],
+    weights: Sequence[float] | None,
+) -> dict[str, float]:
+    """``reward``: the mean weighted episode reward (the sum TRL trains on; ``rewards`` are
+    called as TRL calls them, with ``episode`` and ``row_index``); and for every numeric key of
+    the episodes' last ``info``, its mean over the episodes that have it."""
+    if not episodes:
+        return {}
+    scores = [
+        fn(prompts=None, completions=None, episode=episodes, row_index=row_index) for fn in rewards
+    ]
+    weights = list(weights) if weights is not None else [1.0] * len(scores)
+    totals = [
+        sum(w * s[i] for w, s in zip(weights, scores, strict=True)) for i in range(len(episodes))
+    ]
+    metrics = {"reward": sum(totals) / len(totals)}
+    values: dict[str, list[float]] = {}
+    for episode in episodes:
+        for key, value in episode.info.items():
+            number = isinstance(value, (int, float)) and not isinstance(value, bool)
+            if number and math.isfinite(value):
+                values.setdefault(str(key), []).append(float(value))
+    metrics.update({k: sum(v) / len(v) for k, v in values.items() if k != "reward"})
+    return metrics

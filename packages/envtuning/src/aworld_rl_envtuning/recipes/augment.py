@@ -127,7 +127,7 @@ def run(cfg: AugmentConfig, run: Run) -> RunResult:
                     group,
                     lambda messages: generator.chat(messages).text,
                     lambda messages: judge.chat(messages).text,
-                    group.examples[0].get("ground_truth", []),
+                    [c for e in group.examples for c in e.get("ground_truth") or []],
                     max_attempts=cfg.max_attempts,
                     hint_id=f"{cfg.pack_name}-{index}-{group.method or 'any'}",
                 )

@@ -35,6 +35,11 @@ class EnvConfig:
         "json", help="tool list in the system prompt: BFCL JSON or one line each"
     )
     think_tag: str = option("think", help="reasoning tag name")
+    abstain_credit: Literal["clean", "no_call"] = option(
+        "clean",
+        help="turns that must abstain: clean = only a well-formed reply without calls earns "
+        "them; no_call = any turn without a call (BFCL's checker, the earlier reading)",
+    )
 
     def options(
         self, *, reward: str, augmentation: bool, prompt_style: str, max_steps: int | None = None
@@ -54,6 +59,7 @@ class EnvConfig:
             "prompt_style": prompt_style,
             "tool_docs": self.tool_docs,
             "think_tag": self.think_tag,
+            "abstain_credit": self.abstain_credit,
         }
 
     def factory(self, **stage: Any) -> Any:
@@ -75,17 +81,26 @@ class DataConfig(SplitConfig):
 
 @dataclass(frozen=True, kw_only=True)
 class ValidationConfig:
-    """The validation after every training round (BFCL accuracy, augmentation off)."""
+    """Validation inside each stage's run (greedy episodes on the validation entries, no hints,
+    scored by BFCL's verdict) and the settings of the final held-out evaluation."""
 
-    entries_per_category: int = option(
-        25, help="validation entries per category (paper: 100 in all)"
+    every: int = option(
+        10, help="validate every N optimizer steps of a stage (and at its end)", ge=1
     )
-    max_steps_per_turn: int = option(20, help="model steps per user turn (BFCL uses 20)")
-    max_tokens: int = option(4096, help="max new tokens per model response")
-    temperature: float = option(0.0, help="sampling temperature (0: greedy)")
-    max_batch_size: int = option(8, help="local model: responses per batch")
-    concurrency: int = option(8, help="episodes in flight")
-    device: str = option("cpu", help="local model: torch device")
+    before_train: bool = option(False, help="also validate each stage's starting model")
+    entries_per_category: int = option(
+        25, help="validation entries per category (paper: 100 in all; 0 = no validation)", ge=0
+    )
+    max_steps_per_turn: int = option(20, help="model steps per user turn (BFCL uses 20)", ge=1)
+    max_tokens: int = option(
+        4096,
+        help="final evaluation: max new tokens per response (in-run validation uses "
+        "trainer.rl.max_new_tokens, as training does)",
+    )
+    temperature: float = option(0.0, help="final evaluation: sampling temperature (0: greedy)")
+    max_batch_size: int = option(8, help="final evaluation: responses per batch")
+    concurrency: int = option(8, help="final evaluation: episodes in flight")
+    device: str = option("cpu", help="final evaluation: torch device of the local model")
 
 
 def check_categories(categories: tuple[str, ...]) -> tuple[str, ...]:

@@ -1,45 +1,55 @@
 """Recipes ``envtuning.curriculum`` (all four stages, then a held-out evaluation) and
-``envtuning.stage`` (one stage), on core's training backends (``trainer.backend``)."""
+``envtuning.stage`` (one stage), on core's training backends (``trainer.backend``).
+
+Each stage sets its batch size, response cap and length (``stages.N.batch_size``,
+``stages.N.max_response_tokens``, ``stages.N.epochs``), so the trainer section has no
+``batch_size``, ``max_steps``, ``epochs`` or ``rl.max_response_tokens``: setting one is an
+error that names the stage field. Defaults are the paper's (``paper.yaml``).
+"""
 
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
 
-from aworld_rl_core.backends.config import ModelConfig, RLConfig, TrainerConfig
-from aworld_rl_core.config import option
+from aworld_rl_core.backends.config import ModelConfig, TrainerConfig
+from aworld_rl_core.config import from_dict, option, without_keys
 from aworld_rl_core.runs import Run, RunResult
 from aworld_rl_core.tracking import TrackingConfig
 from aworld_rl_envtuning.curriculum import (
     CurriculumState,
     StageConfig,
     TransitionConfig,
+    paper_settings,
     paper_stages,
 )
 from aworld_rl_envtuning.data import bfcl_split, read_split, write_split
 from aworld_rl_envtuning.recipes.common import DataConfig, EnvConfig, ValidationConfig
+from aworld_rl_envtuning.recipes.warm_start import WarmStartConfig
 
-
-def paper_trainer() -> TrainerConfig:
-    """The paper's GRPO settings (App. D.2 and the released scripts)."""
-    return TrainerConfig(
-        learning_rate=1e-6,
-        batch_size=32,
-        max_grad_norm=1.0,
-        rl=RLConfig(
-            group_size=16,
-            kl_coef=0.1,
-            kl_estimator="low_var_kl",
-            clip_low=0.2,
-            clip_high=0.28,
-            dual_clip=10.0,
-            entropy_coef=0.001,
-            max_turns=100,
-            max_new_tokens=4096,
-            max_response_tokens=10_000,
-            temperature=1.0,
-        ),
+STAGE_KEYS = {
+    "batch_size": "each stage sets it: stages.N.batch_size (envtuning.stage: stage.batch_size)",
+    "max_steps": "each stage runs stages.N.epochs passes over its data (stage.epochs)",
+    "epochs": "each stage sets it: stages.N.epochs (envtuning.stage: stage.epochs)",
+    "rl.max_response_tokens": "each stage sets it: stages.N.max_response_tokens "
+    "(envtuning.stage: stage.max_response_tokens)",
+}
+if TYPE_CHECKING:
+    CurriculumTrainerConfig = TrainerConfig
+else:
+    CurriculumTrainerConfig = without_keys(
+        TrainerConfig, STAGE_KEYS, name="CurriculumTrainerConfig"
     )
+
+
+def paper_trainer() -> Any:
+    """The paper's GRPO and verl settings (``paper.yaml``), on the default backend."""
+    return from_dict(CurriculumTrainerConfig, paper_settings()["trainer"])
+
+
+def paper_validation() -> ValidationConfig:
+    return from_dict(ValidationConfig, paper_settings()["validation"])
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -47,7 +57,7 @@ class EvaluationConfig:
     """The evaluation after the last stage (held-out entries, augmentation off)."""
 
     entries_per_category: int = option(
-        0, help="held-out entries per category (0 = all 300; -1 = skip)"
+        0, help="held-out entries per category (0 = all 300; -1 = skip)", ge=-1
     )
 
 
@@ -56,22 +66,26 @@ class _Common:
     model: ModelConfig = option(
         factory=lambda: ModelConfig(name_or_path="Qwen/Qwen2.5-7B-Instruct"), help="policy model"
     )
-    trainer: TrainerConfig = option(factory=paper_trainer, help="training")
+    trainer: CurriculumTrainerConfig = option(factory=paper_trainer, help="training")
     env: EnvConfig = option(factory=EnvConfig, help="environment")
     data: DataConfig = option(factory=DataConfig, help="BFCL split")
     validation: ValidationConfig = option(
-        factory=ValidationConfig, help="validation between rounds"
+        factory=paper_validation, help="validation inside each stage's run"
     )
     transition: TransitionConfig = option(factory=TransitionConfig, help="when a stage ends")
+    warm_start: WarmStartConfig = option(
+        factory=WarmStartConfig, help="SFT on ground-truth trajectories before stage 1"
+    )
     tracking: TrackingConfig = option(factory=TrackingConfig, help="experiment trackers")
 
 
 @dataclass(frozen=True, kw_only=True)
 class CurriculumConfig(_Common):
-    """EnvTuning's four-stage curriculum, each stage from the previous stage's checkpoint."""
+    """EnvTuning's four-stage curriculum, each stage from the previous stage's final model."""
 
     stages: tuple[StageConfig, ...] = option(
-        factory=paper_stages, help="the stages, in order (paper: four)"
+        factory=paper_stages,
+        help="the stages in order; each stage's fields are set as stages.N.<field> (below)",
     )
     evaluation: EvaluationConfig = option(
         factory=EvaluationConfig, help="final held-out evaluation"
@@ -80,7 +94,7 @@ class CurriculumConfig(_Common):
 
 @dataclass(frozen=True, kw_only=True)
 class StageRecipeConfig(_Common):
-    """One curriculum stage (``model.name_or_path``: the previous stage's checkpoint)."""
+    """One curriculum stage (``model.name_or_path``: the previous stage's final model)."""
 
     stage: StageConfig = option(factory=lambda: paper_stages()[1], help="the stage to train")
 
@@ -96,79 +110,85 @@ def _split(cfg: _Common, run: Run) -> Any:
     return split
 
 
-def _state(cfg: _Common, run: Run) -> CurriculumState:
-    from aworld_rl_envtuning.recipes.training import local_model_path
-
-    state = CurriculumState.load(run.dir) if run.resume else None
-    # a saved directory even for tiny:<arch>, so the backend can build a reference model from it
-    return state or CurriculumState(model=local_model_path(cfg.model.name_or_path))
-
-
 def _train_stages(cfg: _Common, stages: tuple[StageConfig, ...], run: Run) -> CurriculumState:
-    from aworld_rl_envtuning.recipes.training import run_stage
+    from aworld_rl_envtuning.recipes.training import local_model_path, run_stage
+    from aworld_rl_envtuning.recipes.warm_start import warm_start
 
     names = [s.name for s in stages]
     if len(set(names)) != len(names):
         raise ValueError(f"stage names must differ, got {names}")
     split = _split(cfg, run)
-    state = _state(cfg, run)
+    state = CurriculumState.load(run.dir) if run.resume else None
+    if state is None:
+        # a saved directory even for tiny:<arch>, so the backend can build a reference from it
+        start = local_model_path(cfg.model.name_or_path)
+        state = CurriculumState(model=warm_start(cfg, start, split, run))
+        state.save(run.dir)
+    dry = cfg.trainer.backend == "verl" and cfg.trainer.verl.dry_run
     for index, stage in enumerate(stages):
         if stage.name in state.finished:
             continue
-        run_stage(
-            index=index,
-            stage=stage,
-            split=split,
-            state=state,
-            model=cfg.model,
-            trainer=cfg.trainer,
-            env=cfg.env,
-            data=cfg.data,
-            validation=cfg.validation,
-            transition=cfg.transition,
-            run=run,
+        record = state.begin(stage)
+        if not dry:
+            state.save(run.dir)  # the stage's start (its KL reference) survives a kill
+        done = sum(state.stages[n].get("steps", 0) for n in state.finished)
+        outcome = run_stage(
+            index, len(stages), stage, record["start"], split, cfg, run, first_step=done
         )
-        state.finish_stage(stage)
-        state.save(run.dir)
+        state.finish(stage, outcome.pop("end"), **outcome)
+        if not dry:
+            state.save(run.dir)
     _stage_table(run, state, stages)
     return state
 
 
 def _stage_table(run: Run, state: CurriculumState, stages: tuple[StageConfig, ...]) -> None:
     lines = [
-        "| stage | data | reward | augmentation | rounds | last val accuracy (%) |",
-        "|---|---|---|---|---|---|",
+        "| stage | data | reward | feedback | prompt | batch | steps | validations | "
+        "last val accuracy (%) | ended by |",
+        "|---|---|---|---|---|---|---|---|---|---|",
     ]
-    for stage in stages:
-        rounds = state.rounds.get(stage.name, [])
-        acc = f"{100 * rounds[-1]['val_accuracy']:.2f}" if rounds else "-"
+    for i, stage in enumerate(stages):
+        record = state.stages.get(stage.name, {})
+        validations = record.get("validations", [])
+        acc = f"{100 * validations[-1]['val/reward']:.2f}" if validations else "-"
+        ended = "plateau" if record.get("stopped_early") else "epochs"
         lines.append(
-            f"| {stage.name} | {stage.data} | {stage.reward} | "
-            f"{'on' if stage.augmentation else 'off'} | {len(rounds)} | {acc} |"
+            f"| {i + 1} {stage.name} | {stage.data} | {stage.reward} | {stage.feedback} | "
+            f"{stage.prompt_style} | {stage.batch_size} | {record.get('steps', '-')} | "
+            f"{len(validations)} | {acc} | {ended if 'end' in record else '-'} |"
         )
     run.add_section("Curriculum", "\n".join(lines) + "\n")
 
 
-def _stage_metrics(state: CurriculumState) -> dict[str, float]:
+def _stage_results(state: CurriculumState, stages: tuple[StageConfig, ...], run: Run) -> Any:
     metrics: dict[str, float] = {"stages_finished": float(len(state.finished))}
-    for name, rounds in state.rounds.items():
-        if rounds:
-            metrics[f"{name}/val_accuracy"] = float(rounds[-1]["val_accuracy"])
-            metrics[f"{name}/rounds"] = float(len(rounds))
-    return metrics
+    outputs: dict[str, Path] = {}
+    for i, stage in enumerate(stages):
+        record = state.stages.get(stage.name)
+        if not record:
+            continue
+        outputs[f"stage {i + 1} {stage.name} ({record['feedback']})"] = Path(record["folder"])
+        validations = record.get("validations") or []
+        if validations:
+            metrics[f"{stage.name}/val_accuracy"] = float(validations[-1]["val/reward"])
+            metrics[f"{stage.name}/validations"] = float(len(validations))
+    return metrics, outputs
 
 
 def run_curriculum(cfg: CurriculumConfig, run: Run) -> RunResult:
     """All stages in order (resumable), then the held-out evaluation of the final model."""
-    from pathlib import Path
-
     from aworld_rl_envtuning.recipes.evaluate import evaluate_held_out
+    from aworld_rl_envtuning.recipes.training import describe_evaluation
 
     state = _train_stages(cfg, cfg.stages, run)
-    metrics = _stage_metrics(state)
-    outputs = {"model": Path(state.model), "state": run.dir / "curriculum_state.json"}
+    metrics, outputs = _stage_results(state, cfg.stages, run)
+    outputs.update(model=Path(state.model), state=run.dir / "curriculum_state.json")
     if cfg.evaluation.entries_per_category >= 0:
         split = read_split(run.dir / "split.json")
+        if cfg.trainer.backend == "verl" and cfg.trainer.verl.dry_run:
+            print(describe_evaluation(state.model, split, cfg))
+            return RunResult(metrics=metrics, outputs=outputs)
         scores, files = evaluate_held_out(
             state.model,
             split,
@@ -186,11 +206,7 @@ def run_curriculum(cfg: CurriculumConfig, run: Run) -> RunResult:
 
 def run_single_stage(cfg: StageRecipeConfig, run: Run) -> RunResult:
     """One stage, from ``model.name_or_path``."""
-    from pathlib import Path
-
     state = _train_stages(cfg, (cfg.stage,), run)
-    return RunResult(
-        metrics=_stage_metrics(state),
-        outputs={"model": Path(state.model)},
-        checkpoints=[Path(state.model)],
-    )
+    metrics, outputs = _stage_results(state, (cfg.stage,), run)
+    outputs["model"] = Path(state.model)
+    return RunResult(metrics=metrics, outputs=outputs, checkpoints=[Path(state.model)])

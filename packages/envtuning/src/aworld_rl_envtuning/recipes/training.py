@@ -1,27 +1,29 @@
-"""Training one curriculum stage in rounds on core's backends, with validation between rounds.
+"""Training one curriculum stage: one backend run in ``stages/<n>-<stage>/``.
 
-Each round is one backend job (``rounds_steps`` optimizer steps) in its own folder
-``stages/<n>-<stage>/round-<r>/``, starting from the checkpoint the previous round (or stage)
-left; after it, the model is validated (BFCL accuracy on the validation entries) and the
-curriculum state is saved, so a killed run resumes at the round it was in (the backend resumes
-inside the round from its own checkpoints).
+The run starts from the stage's start model, which stays its KL reference to the end (also
+when a killed run resumes: the backend continues from its last checkpoint, optimizer included).
+It validates itself every ``validation.every`` steps on the validation entries (no hints,
+BFCL's step limit, BFCL's verdict as the episode reward) and the transition rule, applied
+inside the run, may end it before ``epochs`` passes over the stage's data.
 """
 
 from __future__ import annotations
 
 import json
-from dataclasses import replace
+import math
+from dataclasses import asdict, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from aworld_rl_envtuning.curriculum import CurriculumState, StageConfig, stage_finished
-from aworld_rl_envtuning.data import Split, easy_subset, records_for, training_rows
+from aworld_rl_envtuning.curriculum import StageConfig
+from aworld_rl_envtuning.data import CATEGORIES, Split, easy_subset, records_for, training_rows
 
 if TYPE_CHECKING:
-    from aworld_rl_core.backends.config import ModelConfig, TrainerConfig
     from aworld_rl_core.runs import Run
-    from aworld_rl_envtuning.curriculum import TransitionConfig
     from aworld_rl_envtuning.recipes.common import DataConfig, EnvConfig, ValidationConfig
+
+STAGE_FILE = "stage.json"
+FORWARDED = ("reward_mean", "grad_norm", "kl", "entropy", "episode/return")
 
 
 def stage_entry_ids(stage: StageConfig, split: Split, data: DataConfig) -> list[str]:
@@ -46,8 +48,6 @@ def _spread(ids: list[str], n: int) -> list[str]:
 
 
 def validation_ids(split: Split, per_category: int) -> list[str]:
-    from aworld_rl_envtuning.data import CATEGORIES
-
     return [i for c in CATEGORIES for i in split.of("validation", [c])[:per_category]]
 
 
@@ -59,145 +59,232 @@ def local_model_path(name_or_path: str) -> str:
     return str(model_dir(ModelConfig(name_or_path=name_or_path)))
 
 
-def validate_model(
-    model_path: str, entry_ids: list[str], cfg: ValidationConfig, env: EnvConfig, *, style: str
-) -> dict[str, float]:
-    """BFCL accuracy of a local model on ``entry_ids`` (augmentation off)."""
-    from aworld_rl_core.llm import LLMConfig, make_client
-    from aworld_rl_envtuning.env import get_entry
-    from aworld_rl_envtuning.evaluate import evaluate, summarize
-
-    if not entry_ids:
-        return {}
-    llm = LLMConfig(
-        provider="local",
-        model=local_model_path(model_path),
-        temperature=cfg.temperature,
-        max_tokens=cfg.max_tokens,
-        max_batch_size=cfg.max_batch_size,
-        device=cfg.device,
-    )
-    options = env.options(
-        reward="progress", augmentation=False, prompt_style=style, max_steps=cfg.max_steps_per_turn
-    )
-    for unused in ("hint_packs", "reward"):  # no hints; the default reward is not used here
-        options.pop(unused)
-    outcomes = evaluate(
-        make_client(llm),
-        [get_entry(i) for i in entry_ids],
-        protocol="envtuning",
-        env_options=options,
-        concurrency=cfg.concurrency,
-    )
-    return summarize(outcomes)
+def stage_rows(
+    ids: list[str], split_name: str, env: EnvConfig, stage: StageConfig, **env_options: Any
+) -> list[dict[str, Any]]:
+    """Backend rows of ``ids`` (their opening prompt in the stage's style); ``env_options``
+    go into each row's ``env_options`` (the environment applies them over the stage's)."""
+    options = {"tool_docs": env.tool_docs, "think_tag": env.think_tag}
+    rows = training_rows(records_for(ids, split_name, prompt_style=stage.prompt_style, **options))
+    if env_options:
+        rows = [{**row, "env_options": env_options} for row in rows]
+    return rows
 
 
 def run_stage(
-    *,
     index: int,
+    count: int,
     stage: StageConfig,
+    start: str,
     split: Split,
-    state: CurriculumState,
-    model: ModelConfig,
-    trainer: TrainerConfig,
-    env: EnvConfig,
-    data: DataConfig,
-    validation: ValidationConfig,
-    transition: TransitionConfig,
+    cfg: Any,
     run: Run,
-) -> list[dict[str, Any]]:
-    """Train ``stage`` round by round until the transition rule ends it; its rounds' results."""
+    *,
+    first_step: int = 0,
+) -> dict[str, Any]:
+    """Train ``stage`` from ``start`` as one backend run; what the curriculum state records.
+    The stage's metrics go into the main run after ``first_step``."""
     from aworld_rl_core.backends.base import TrainJob
+    from aworld_rl_core.backends.config import TrainerConfig
+    from aworld_rl_core.backends.validation import InRunValidation
+    from aworld_rl_core.config import rebuild
     from aworld_rl_core.registry import get_trainer
     from aworld_rl_core.runs import Run
 
-    ids = stage_entry_ids(stage, split, data)
-    rows = training_rows(records_for(ids, "train", **_record_options(env)))
+    rows = stage_rows(stage_entry_ids(stage, split, cfg.data), "train", cfg.env, stage)
+    validation = cfg.validation
     val_ids = validation_ids(split, validation.entries_per_category)
-    max_rounds = stage.max_rounds(len(rows))
-    rounds = state.rounds.setdefault(stage.name, [])
-    backend = get_trainer(trainer.backend)()
-    factory = env.factory(
+    val_rows = stage_rows(val_ids, "validation", cfg.env, stage, **_validation_env(validation))
+    if cfg.transition.rule == "plateau" and not val_rows:
+        raise ValueError(
+            "transition.rule=plateau needs validation entries: set "
+            "validation.entries_per_category > 0 or transition.rule=fixed"
+        )
+    steps = stage.total_steps(len(rows))
+    trainer = rebuild(
+        TrainerConfig,
+        cfg.trainer,
+        {
+            "batch_size": stage.batch_size,
+            "max_steps": steps,
+            "epochs": stage.epochs,
+            "rl.max_response_tokens": stage.max_response_tokens,
+        },
+    )
+    folder = run.dir / "stages" / f"{index + 1}-{stage.name}"
+    in_run = (
+        InRunValidation(
+            every=validation.every,
+            stop=cfg.transition.stop_rule(),
+            before_train=validation.before_train,
+        )
+        if val_rows
+        else None
+    )
+    env = cfg.env.factory(
         reward=stage.reward, augmentation=stage.augmentation, prompt_style=stage.prompt_style
     )
-    while not stage_finished(rounds, max_rounds, transition):
-        r = len(rounds)
-        folder = run.dir / "stages" / f"{index + 1}-{stage.name}" / f"round-{r}"
-        sub = Run(folder, name=f"{stage.name}/round-{r}", resume=run.resume, quiet=True)
-        try:
-            job = TrainJob(
-                model=replace(model, name_or_path=state.model),
-                trainer=_round_trainer(trainer, stage, index, r),
+    sub = Run(folder, name=f"stage {stage.name}", resume=run.resume, quiet=True)
+    _write_stage_file(folder, stage, start, steps, len(rows), len(val_rows), in_run)
+    dry = trainer.backend == "verl" and trainer.verl.dry_run
+    if dry or not run.quiet:
+        print(_stage_line(index, count, stage, start, steps, len(rows), len(val_rows), trainer))
+    if dry:
+        print(memory_note(cfg.model.name_or_path, trainer))
+    try:
+        result = get_trainer(trainer.backend)().train(
+            TrainJob(
+                model=replace(cfg.model, name_or_path=start),
+                trainer=trainer,
                 run=sub,
                 train_rows=rows,
-                env=factory,
+                eval_rows=val_rows,
+                env=env,
+                validation=in_run,
             )
-            result = backend.train(job)
-        finally:
-            sub.close()
-        if getattr(trainer, "backend", "") == "verl" and trainer.verl.dry_run:
-            run.add_section(
-                f"Stage {stage.name}: verl dry run",
-                f"Launch written under `{folder}`; nothing trained (trainer.verl.dry_run).\n",
-            )
-            return rounds
-        if not result.checkpoints:
-            raise RuntimeError(f"stage {stage.name} round {r}: the backend saved no checkpoint")
-        checkpoint = str(result.checkpoints[-1])
-        scores = validate_model(checkpoint, val_ids, validation, env, style=stage.prompt_style)
-        outcome = {
-            "round": r,
-            "val_accuracy": scores.get("accuracy/average", 0.0),
-            "val_progress": scores.get("progress/average", 0.0),
-            "grad_norm": float(result.metrics.get("grad_norm", float("nan"))),
-            "reward_mean": float(result.metrics.get("reward_mean", float("nan"))),
-            "checkpoint": checkpoint,
-        }
-        state.record_round(stage, outcome, checkpoint)
-        state.save(run.dir)
-        step = sum(len(v) for v in state.rounds.values())
-        _forward_curve(run, folder, stage.name, step_offset=(step - 1) * stage.rounds_steps)
-        run.log(
-            {
-                "stage": float(index + 1),
-                "val_accuracy": outcome["val_accuracy"],
-                "val_progress": outcome["val_progress"],
-                "round_grad_norm": outcome["grad_norm"],
-                "round_reward": outcome["reward_mean"],
-            },
-            step=step,
         )
-    return rounds
+    finally:
+        sub.close()
+    if dry:
+        end = str(folder / "checkpoints" / f"global_step_{steps}" / "actor" / "huggingface")
+        return {"end": end, "folder": str(folder), "steps": steps, "dry_run": True}
+    if "model" not in result.outputs:
+        raise RuntimeError(f"stage {stage.name}: the backend returned no model ({folder})")
+    validations = _read_validations(result.outputs.get("validation"))
+    _forward_curve(run, folder, stage.name, first_step)
+    return {
+        "end": str(result.outputs["model"]),
+        "folder": str(folder),
+        "steps": int(result.metrics.get("global_step", steps)),
+        "validations": validations,
+        "stopped_early": bool(result.metrics.get("stopped_early", 0.0)),
+    }
 
 
-def _record_options(env: EnvConfig) -> dict[str, Any]:
-    """Options of the record's opening messages (the prompt the policy sees first)."""
-    return {"tool_docs": env.tool_docs, "think_tag": env.think_tag}
+def _validation_env(validation: ValidationConfig) -> dict[str, Any]:
+    """What validation rows change in the stage's environment."""
+    return {
+        "augmentation": False,
+        "max_steps_per_turn": validation.max_steps_per_turn,
+        "reward": {"name": "accuracy"},
+    }
 
 
-def _round_trainer(trainer: TrainerConfig, stage: StageConfig, index: int, r: int) -> Any:
-    """The stage's batch, response cap and round length; a fresh data order per round."""
-    rl = replace(trainer.rl, max_response_tokens=stage.max_response_tokens)
-    return replace(
-        trainer,
-        batch_size=stage.batch_size,
-        max_steps=stage.rounds_steps,
-        seed=trainer.seed + 1000 * index + r,
-        rl=rl,
+def _write_stage_file(
+    folder: Path,
+    stage: StageConfig,
+    start: str,
+    steps: int,
+    n_rows: int,
+    n_val: int,
+    validation: Any,
+) -> None:
+    folder.mkdir(parents=True, exist_ok=True)
+    record = {
+        "stage": asdict(stage),
+        "feedback": stage.feedback,
+        "start": start,
+        "kl_reference": start,
+        "max_steps": steps,
+        "training_entries": n_rows,
+        "validation_entries": n_val,
+        "validate_every": validation.every if validation else None,
+        "stop_rule": validation.stop_ref().to_json() if validation and validation.stop else None,
+    }
+    (folder / STAGE_FILE).write_text(json.dumps(record, indent=1), encoding="utf-8")
+
+
+def _stage_line(
+    index: int,
+    count: int,
+    stage: StageConfig,
+    start: str,
+    steps: int,
+    n_rows: int,
+    n_val: int,
+    trainer: Any,
+) -> str:
+    t, verl = trainer, trainer.verl
+    batch = f"batch {stage.batch_size} prompts x {t.rl.group_size} episodes"
+    if t.backend == "verl":
+        mini = verl.mini_batch_size or stage.batch_size
+        batch += f", mini-batch {mini} ({stage.batch_size // mini} policy update(s) per step)"
+    return (
+        f"\n== stage {index + 1}/{count} {stage.name}: {stage.data} data ({n_rows} entries), "
+        f"{stage.reward} reward, feedback: {stage.feedback}, {stage.prompt_style} prompt, "
+        f"{batch}, response <= {stage.max_response_tokens} tokens, <= {steps} steps, "
+        f"validation: {n_val} entries\n   starts from (and KL reference): {start}"
     )
 
 
-def _forward_curve(run: Run, folder: Path, stage: str, *, step_offset: int) -> None:
-    """Copy the round's per-step reward and gradient norm into the main run's metrics."""
+def memory_note(model: str, trainer: Any) -> str:
+    """The per-GPU memory estimate of a verl stage launch (for models of known shape)."""
+    from aworld_rl_envtuning.memory import estimate, model_shape
+
+    verl = trainer.verl
+    shape = model_shape(model)
+    if shape is None:
+        return f"   memory estimate: unknown shape of {model} (a hub id we know or a local dir)"
+    tokens = (
+        verl.max_tokens_per_gpu
+        if verl.dynamic_batch_size
+        else trainer.micro_batch_size * (verl.max_prompt_length + trainer.rl.max_response_tokens)
+    )
+    result = estimate(
+        shape,
+        gpus=verl.nnodes * verl.gpus_per_node,
+        gpu_gib=80.0,
+        tokens_per_gpu=tokens,
+        rollout_fraction=verl.gpu_memory_utilization,
+        tensor_parallel=verl.tensor_parallel,
+        fused_kernels=verl.fused_kernels,
+        param_offload=verl.param_offload,
+        optimizer_offload=verl.optimizer_offload,
+    )
+    return (
+        f"\n   memory per GPU ({model}, {verl.nnodes * verl.gpus_per_node} x 80 GiB, "
+        f"{tokens} tokens per micro-batch):\n{result.table()}\n"
+    )
+
+
+def describe_evaluation(model: str, split: Split, cfg: Any) -> str:
+    """What the curriculum's final evaluation would run (printed by a dry run)."""
+    per = cfg.evaluation.entries_per_category
+    count = sum(
+        len(split.of("held_out", [c])[:per] if per else split.of("held_out", [c]))
+        for c in CATEGORIES
+    )
+    v = cfg.validation
+    return (
+        f"\n== final evaluation (not run in a dry run): {count} held-out entries of "
+        f"{', '.join(CATEGORIES)}; agent {model} (local, {v.device}); no hints, "
+        f"{v.max_steps_per_turn} steps per user turn, temperature {v.temperature}, "
+        f"<= {v.max_tokens} new tokens per response, {cfg.stages[-1].prompt_style} prompt; "
+        "BFCL's verdicts per category and their mean. At this scale, serve the model with "
+        "vLLM and run `aworld-run envtuning.eval --preset paper`."
+    )
+
+
+def _read_validations(path: Any) -> list[dict[str, float]]:
+    from aworld_rl_core.backends.validation import read_history
+
+    return read_history(Path(path)) if path else []
+
+
+def _forward_curve(run: Run, folder: Path, stage: str, offset: int) -> None:
+    """Copy the stage's per-step training and validation metrics into the main run's metrics,
+    after the ``offset`` steps of the stages before it."""
     path = folder / "metrics.jsonl"
     if not path.is_file():
         return
     for line in path.read_text(encoding="utf-8").splitlines():
         record = json.loads(line)
         picked = {
-            key: float(record[key])
-            for key in ("reward_mean", "grad_norm", "episode/return")
-            if isinstance(record.get(key), (int, float))
+            (key if key.startswith("val/") else f"train/{key}"): float(value)
+            for key, value in record.items()
+            if (key in FORWARDED or key.startswith("val/"))
+            and isinstance(value, (int, float))
+            and math.isfinite(value)
         }
         if picked and "step" in record:
-            run.log({f"train/{k}": v for k, v in picked.items()}, step=step_offset + record["step"])
+            run.log({**picked, f"stage/{stage}": 1.0}, step=offset + int(record["step"]))

@@ -12,11 +12,15 @@ import dataclasses
 import json
 import shlex
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Literal
 
 from aworld_rl_core.backends.config import ModelConfig, SFTConfig, TrainerConfig
 from aworld_rl_core.config import option
 from aworld_rl_core.runs import Run, RunResult
+from aworld_rl_v2p.options import PointerLossOptions
+
+LOSS = "v2p.pointer"
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -27,22 +31,6 @@ class TrainDataConfig:
     images: str | None = option(None, help="image folder (default: beside each JSON file)")
     max_pixels: int = option(5_720_064, help="smart-resize pixel cap of the training images")
     min_pixels: int = option(3136, help="smart-resize pixel floor")
-
-
-@dataclass(frozen=True, kw_only=True)
-class PointerLossConfig:
-    """``v2p.pointer``: labels, suppression and the loss weights."""
-
-    label_style: Literal["all", "center", "gauss"] = option("gauss", help="patch labels")
-    sigma_factor: float = option(
-        1.0, help="sigma = box size / f (1: released scripts; 4.1325: ~2 sigma)", gt=0
-    )
-    suppression: bool = option(True, help="add the out-of-box attention mass (V2P)")
-    suppression_region: Literal["box", "label"] = option(
-        "box", help="suppress outside the box, or outside the label's support (released code)"
-    )
-    lm_weight: float = option(1.0, help="LM loss weight (<= 0: not computed)")
-    pointer_weight: float = option(1.0, help="pointer loss weight")
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -67,6 +55,7 @@ def _trainer() -> TrainerConfig:
         batch_size=1,
         micro_batch_size=1,
         epochs=1.0,
+        loss=LOSS,
         sft=SFTConfig(max_length=24576, warmup_ratio=0.03, lr_scheduler="cosine"),
     )
 
@@ -81,7 +70,9 @@ class TrainConfig:
     )
     stage: Literal["warmup", "main"] = option("warmup", help="warmup: head + new rows; main: all")
     data: TrainDataConfig = option(factory=TrainDataConfig, help="training data")
-    loss: PointerLossConfig = option(factory=PointerLossConfig, help="the pointer loss")
+    loss: PointerLossOptions = option(
+        factory=PointerLossOptions, help="v2p.pointer, the model-level loss (trainer.loss)"
+    )
     trainer: TrainerConfig = option(factory=_trainer, help="optimisation (hf-sft backend)")
     launch: LaunchConfig = option(factory=LaunchConfig, help="multi-GPU launch")
 
@@ -154,16 +145,37 @@ def _shape(cfg: TrainConfig):
 
 
 def run(cfg: TrainConfig, run: Run) -> RunResult:
+    gpus = cfg.launch.nodes * cfg.launch.gpus_per_node
+    check(cfg, gpus)
+    return _dry_run(cfg, run, gpus) if cfg.launch.dry_run else _train(cfg, run)
+
+
+def check(cfg: TrainConfig, gpus: int) -> None:
+    """What would fail (or train wrongly) once launched, found before anything loads."""
+    from aworld_rl_core.errors import ConfigError
+
+    t = cfg.trainer
+    if t.batch_size % (t.micro_batch_size * gpus):
+        raise ValueError(
+            f"trainer.batch_size={t.batch_size} must be a multiple of micro_batch_size x "
+            f"GPUs = {t.micro_batch_size} x {gpus}"
+        )
+    if t.backend != "hf-sft":
+        raise ConfigError(f"v2p.train trains through hf-sft, not trainer.backend={t.backend!r}")
+    if t.loss_options:
+        raise ConfigError(
+            "v2p.train takes the pointer loss's options as loss.<key>, not trainer.loss_options"
+        )
+    if cfg.stage == "warmup" and t.weight_decay > 0:
+        raise ConfigError(
+            f"stage=warmup with trainer.weight_decay={t.weight_decay}: AdamW's decay would move "
+            "the frozen embedding rows the gradient mask keeps fixed; use trainer.weight_decay=0"
+        )
+
+
+def _dry_run(cfg: TrainConfig, run: Run, gpus: int) -> RunResult:
     from aworld_rl_v2p.training import memory_per_gpu
 
-    gpus = cfg.launch.nodes * cfg.launch.gpus_per_node
-    if cfg.trainer.batch_size % (cfg.trainer.micro_batch_size * gpus):
-        raise ValueError(
-            f"trainer.batch_size={cfg.trainer.batch_size} must be a multiple of micro_batch_size x "
-            f"GPUs = {cfg.trainer.micro_batch_size} x {gpus}"
-        )
-    if not cfg.launch.dry_run:
-        _train(cfg, run)
     shape = _shape(cfg)
     memory = memory_per_gpu(
         shape,
@@ -198,13 +210,36 @@ def run(cfg: TrainConfig, run: Run) -> RunResult:
     )
 
 
-def _train(cfg: TrainConfig, run: Run) -> None:
+def training_job(cfg: TrainConfig, run: Run):
+    """core's hf-sft job: V2P records, this package's model factory and stage setup, and
+    ``v2p.pointer`` with the ``loss`` section as its options."""
     from aworld_rl_core.backends.base import TrainJob
+    from aworld_rl_core.refs import Ref
+    from aworld_rl_v2p.data import read_aguvis
+    from aworld_rl_v2p.training import to_record
 
-    if "model_factory" not in {f.name for f in dataclasses.fields(TrainJob)}:
-        raise RuntimeError(
-            "training V2P needs core's vision seam (hf-sft model_factory, model-level loss, "
-            "gradient mask: CONTRACT.md section 7), which this aworld-rl-core does not have yet; "
-            "launch.dry_run=true prints the launch and the memory estimate"
-        )
-    raise RuntimeError("core's vision seam changed: update aworld_rl_v2p.recipes.train")
+    t = cfg.trainer
+    images = cfg.data.images
+    rows = [to_record(s) for path in cfg.data.paths for s in read_aguvis(Path(path), images=images)]
+    if not rows:
+        raise ValueError(f"no grounding samples in data.paths={list(cfg.data.paths)}")
+    pixels = {"max_pixels": cfg.data.max_pixels, "min_pixels": cfg.data.min_pixels}
+    return TrainJob(
+        model=cfg.model,
+        trainer=dataclasses.replace(t, loss_options=dataclasses.asdict(cfg.loss)),
+        run=run,
+        train_rows=rows,
+        model_factory=Ref("aworld_rl_v2p.training:model_factory", kwargs=pixels),
+        model_setup=Ref("aworld_rl_v2p.training:warmup_trainable", kwargs={"stage": cfg.stage}),
+    )
+
+
+def _train(cfg: TrainConfig, run: Run) -> RunResult:
+    from aworld_rl_core.registry import get_trainer
+
+    job = training_job(cfg, run)
+    result = get_trainer(job.trainer.backend)().train(job)
+    metrics = {**result.metrics, "samples": float(len(job.train_rows))}
+    return RunResult(
+        metrics=metrics, outputs=dict(result.outputs), checkpoints=list(result.checkpoints)
+    )

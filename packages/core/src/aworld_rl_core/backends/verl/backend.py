@@ -31,6 +31,8 @@ if TYPE_CHECKING:
 LOG_FILE = "verl.log"
 LAUNCH_FILE = "verl_launch.json"
 CONFIG_FILE = "verl_config.yaml"
+HF_MODEL = "actor/huggingface"
+"""Where a checkpoint holds the model in HF format (``trainer.verl.save_hf_model``)."""
 
 
 def verl_installed() -> bool:
@@ -109,9 +111,24 @@ class VerlBackend:
         final = records[-1][1] if records else {}
         if launch.metrics_file and launch.metrics_file.is_file():
             outputs["metrics"] = launch.metrics_file
-        return RunResult(
-            metrics=final, outputs=outputs, checkpoints=find_checkpoints(run.checkpoint_dir)
-        )
+        saved = find_checkpoints(run.checkpoint_dir)
+        if saved and (saved[-1] / HF_MODEL).is_dir():
+            outputs["model"] = saved[-1] / HF_MODEL
+        if job.validation is not None:
+            final = {**final, **self._validation_result(run.checkpoint_dir, outputs)}
+        return RunResult(metrics=final, outputs=outputs, checkpoints=saved)
+
+    @staticmethod
+    def _validation_result(checkpoint_dir: Path, outputs: dict[str, Path]) -> dict[str, float]:
+        """The last validation and whether the stop rule ended the run."""
+        from aworld_rl_core.backends import validation as val
+
+        history = val.read_history(checkpoint_dir / val.HISTORY_FILE)
+        if history:
+            outputs["validation"] = checkpoint_dir / val.HISTORY_FILE
+        last = {k: v for k, v in (history[-1] if history else {}).items() if k.startswith("val/")}
+        stopped = val.read_stop(checkpoint_dir) is not None
+        return {**last, "validations": float(len(history)), "stopped_early": float(stopped)}
 
     @staticmethod
     def describe(launch: Launch) -> str:

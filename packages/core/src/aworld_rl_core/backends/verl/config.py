@@ -111,6 +111,34 @@ class VerlConfig:
     param_offload: bool = option(False, help="FSDP: offload parameters to CPU")
     optimizer_offload: bool = option(False, help="FSDP: offload optimizer states to CPU")
     gradient_checkpointing: bool = option(True, help="activation checkpointing in the actor")
+    dynamic_batch_size: bool = option(
+        False,
+        help="pack micro-batches up to max_tokens_per_gpu tokens (verl use_dynamic_bsz) instead "
+        "of trainer.micro_batch_size sequences",
+    )
+    max_tokens_per_gpu: int = option(
+        16384,
+        help="dynamic batch size: tokens per GPU in one actor / log-prob forward pass "
+        "(ppo_max_token_len_per_gpu)",
+        ge=1,
+    )
+    fused_kernels: bool = option(
+        False, help="fused log-prob / entropy kernels: no full-vocabulary logits in memory"
+    )
+    entropy_checkpointing: bool = option(
+        False, help="recompute the entropy in the backward pass instead of keeping it"
+    )
+    max_num_batched_tokens: int | None = option(
+        None, help="rollout engine: tokens per scheduler step (null: verl's default)", ge=1
+    )
+    max_model_len: int | None = option(
+        None, help="rollout engine: max prompt + response tokens (null: the model's)", ge=1
+    )
+    save_hf_model: bool = option(
+        True,
+        help="checkpoints also hold the model in HF format (actor/huggingface), the directory "
+        "a later run or an evaluation loads",
+    )
     test_freq: int = option(-1, help="validate every N steps (-1: never; needs eval rows)")
     val_before_train: bool = option(False, help="validate before training")
     loggers: tuple[str, ...] = option(

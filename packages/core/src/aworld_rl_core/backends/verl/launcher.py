@@ -34,8 +34,11 @@ from aworld_rl_core.refs import Ref, to_jsonable
 if TYPE_CHECKING:
     from aworld_rl_core.backends.base import TrainJob
     from aworld_rl_core.backends.config import ModelConfig, TrainerConfig
+    from aworld_rl_core.backends.validation import InRunValidation
 
 REWARD_MODULE = "pkg://aworld_rl_core.backends.verl.reward"
+STOP_CALLBACK = "aworld_rl_core.backends.verl.stopping.StopRuleCallback"
+STOP_RULE_KEY = "trainer.aworld_stop_rule"
 METRICS_FILE = "verl_metrics.jsonl"
 _SAFE = re.compile(r"^[A-Za-z0-9_\-+./:@~]+$")
 _KEYWORDS = {"null", "true", "false", "nan", "inf", "-inf", "~"}
@@ -147,8 +150,15 @@ def build_overrides(
     n_rows: int,
     uses_env: bool,
     resume: bool = False,
+    validation: InRunValidation | None = None,
 ) -> list[str]:
-    """Hydra overrides for ``verl.trainer.main_ppo`` (``+key`` adds a key verl lacks)."""
+    """Hydra overrides for ``verl.trainer.main_ppo`` (``+key`` adds a key verl lacks).
+
+    With ``validation``, verl validates every ``validation.every`` steps (``test_freq``) and a
+    stop rule runs in verl's driver at every checkpoint save (``StopRuleCallback``) on the
+    validations before it; checkpoints are then saved every ``trainer.save_steps`` steps or,
+    when that is 0, every ``validation.every`` steps.
+    """
     rl, verl = trainer.rl, trainer.verl
     if model.chat_template:
         raise ConfigError(
@@ -164,6 +174,14 @@ def build_overrides(
     # steps and samples per step as every backend counts them (verl checks its own GPU split)
     steps = plan_batches(trainer, n_rows=n_rows, rl=True, strict=not verl.dry_run).steps
     save_freq = trainer.save_steps if trainer.save_steps > 0 else steps
+    if verl.dynamic_batch_size and verl.max_tokens_per_gpu < (
+        verl.max_prompt_length + rl.max_response_tokens
+    ):
+        raise ConfigError(
+            f"trainer.verl.max_tokens_per_gpu={verl.max_tokens_per_gpu} is smaller than one "
+            f"sequence (max_prompt_length {verl.max_prompt_length} + max_response_tokens "
+            f"{rl.max_response_tokens}): raise it or shorten the sequences"
+        )
     ar = "actor_rollout_ref"
     o: dict[str, Any] = {
         "data.train_files": paths.train_file,
@@ -239,12 +257,57 @@ def build_overrides(
             o["algorithm.kl_ctrl.target_kl"] = verl.kl_in_reward_target
     if verl.adv_estimator == "gae":
         o.update(critic_overrides(trainer, mini, model.name_or_path))
+    o.update(_memory_overrides(verl))
+    if validation is not None:
+        o.update(_validation_overrides(validation, verl, trainer.save_steps))
     loggers = list(dict.fromkeys(verl.loggers))
     if paths.metrics_file:
         loggers.append("file")
         o["+ray_kwargs.ray_init.runtime_env.env_vars.VERL_FILE_LOGGER_PATH"] = paths.metrics_file
     o["trainer.logger"] = list(dict.fromkeys(loggers))
     return merge_overrides([f"{k}={hydra_value(v)}" for k, v in o.items()], verl.extra_overrides)
+
+
+def _memory_overrides(verl: Any) -> dict[str, Any]:
+    """Dynamic batch size, fused kernels, entropy checkpointing, rollout engine limits."""
+    ar = "actor_rollout_ref"
+    o: dict[str, Any] = {
+        f"{ar}.model.use_fused_kernels": verl.fused_kernels,
+        f"{ar}.actor.entropy_checkpointing": verl.entropy_checkpointing,
+    }
+    if verl.dynamic_batch_size:
+        for key in ("actor.use_dynamic_bsz", "ref.log_prob_use_dynamic_bsz"):
+            o[f"{ar}.{key}"] = True
+        o[f"{ar}.rollout.log_prob_use_dynamic_bsz"] = True
+        for key in ("actor.ppo_max_token_len_per_gpu", "ref.log_prob_max_token_len_per_gpu"):
+            o[f"{ar}.{key}"] = verl.max_tokens_per_gpu
+        o[f"{ar}.rollout.log_prob_max_token_len_per_gpu"] = verl.max_tokens_per_gpu
+    if verl.max_num_batched_tokens is not None:
+        o[f"{ar}.rollout.max_num_batched_tokens"] = verl.max_num_batched_tokens
+    if verl.max_model_len is not None:
+        o[f"{ar}.rollout.max_model_len"] = verl.max_model_len
+    if verl.save_hf_model:
+        o[f"{ar}.actor.checkpoint.save_contents"] = ["model", "optimizer", "extra", "hf_model"]
+    return o
+
+
+def _validation_overrides(validation: Any, verl: Any, save_steps: int) -> dict[str, Any]:
+    """``test_freq`` from the job's in-run validation, and its stop rule in verl's driver."""
+    if verl.test_freq > 0 and verl.test_freq != validation.every:
+        raise ConfigError(
+            f"trainer.verl.test_freq={verl.test_freq} disagrees with the job's in-run "
+            f"validation every {validation.every} steps: leave test_freq at -1"
+        )
+    o: dict[str, Any] = {
+        "trainer.test_freq": validation.every,
+        "trainer.val_before_train": validation.before_train or verl.val_before_train,
+    }
+    stop = validation.stop_ref()
+    if stop is not None:
+        o["trainer.checkpoint_callback_class"] = STOP_CALLBACK
+        o[f"+{STOP_RULE_KEY}"] = json.dumps(stop.to_json(), separators=(",", ":"))
+        o["trainer.save_freq"] = save_steps if save_steps > 0 else validation.every
+    return o
 
 
 def critic_overrides(trainer: TrainerConfig, mini_batch: int, policy: str) -> dict[str, Any]:
@@ -308,12 +371,14 @@ def plan_launch(job: TrainJob, run_dir: Path, checkpoint_dir: Path, *, resume: b
     train_file, val_file = write_data(job, data_dir)
     remote = verl.ray_address is not None
     metrics = None if remote else run_dir / METRICS_FILE
+    stops = job.validation is not None and job.validation.stop is not None
     paths = LaunchPaths(
         # A Ray job runs in a copy of data_dir (its working dir): paths are relative there.
         train_file=train_file.name if remote else str(train_file),
         val_file=val_file.name if remote else str(val_file),
         checkpoint_dir=str(checkpoint_dir),
-        metrics_file=str(metrics) if metrics else None,
+        # the stop rule reads the file logger's records (in the job's working dir when remote)
+        metrics_file=str(metrics) if metrics else (METRICS_FILE if stops else None),
         experiment_name=run_dir.name,
     )
     overrides = build_overrides(
@@ -323,6 +388,7 @@ def plan_launch(job: TrainJob, run_dir: Path, checkpoint_dir: Path, *, resume: b
         n_rows=len(job.train_rows),
         uses_env=job.env is not None,
         resume=resume,
+        validation=job.validation,
     )
     main = ["-m", "verl.trainer.main_ppo", *overrides]
     if not remote:

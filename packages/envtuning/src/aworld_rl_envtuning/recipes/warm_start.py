@@ -1,0 +1,196 @@
+"""An optional warm start before stage 1: supervised steps on ground-truth trajectories.
+
+The paper starts RL from an instruct model that already writes tool calls (``steps: 0``, the
+default). A tiny random model writes none, so RL has nothing to reinforce; the ``tiny-cpu``
+preset first teaches it the protocol: each training entry's ground truth is played through the
+stage-1 environment by core's episode engine (``engine.play``, a scripted agent), and the
+resulting chats (the protocol's text: ``<think>``, ``<tool_call>`` JSON, ``<answer>``,
+observations) train the model with core's ``hf-sft`` backend. The model is validated greedily
+on the validation entries before and after, with the same episodes and metrics as the in-run
+validation (``val/progress``, ``val/format_score``, ``val/stage1_reward``, ``val/reward`` =
+BFCL's verdict), so the report shows the random start next to the warm start.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+from dataclasses import dataclass, replace
+from typing import TYPE_CHECKING, Any
+
+from aworld_rl_core.config import option
+
+if TYPE_CHECKING:
+    from aworld_rl_core.runs import Run
+    from aworld_rl_envtuning.data import Split
+
+FOLDER = "warm-start"
+RESULT_FILE = "warm_start.json"
+
+
+@dataclass(frozen=True, kw_only=True)
+class WarmStartConfig:
+    """Supervised steps on ground-truth trajectories before stage 1 (``hf-sft``)."""
+
+    steps: int = option(0, help="SFT optimizer steps (0: no warm start, as in the paper)", ge=0)
+    entries: int = option(
+        0, help="training entries whose ground truth is replayed (0: all of the split)", ge=0
+    )
+    batch_size: int = option(8, help="samples per optimizer step", ge=1)
+    learning_rate: float = option(1e-3, help="constant learning rate", gt=0)
+    max_length: int = option(2048, help="max tokens per sample (an assistant turn in context)")
+
+
+def trajectories(ids: list[str], **env_options: Any) -> list[dict[str, Any]]:
+    """SFT rows: each entry's ground truth played through its environment (``messages``)."""
+    from aworld_rl_core.engine import play
+    from aworld_rl_envtuning.env import EnvTuningEnv, get_entry
+    from aworld_rl_envtuning.evaluate import GroundTruthAgent
+
+    agent = GroundTruthAgent(env_options.get("think_tag", "think"), protocol="envtuning")
+
+    async def one(entry_id: str) -> dict[str, Any]:
+        entry = get_entry(entry_id)
+        env = EnvTuningEnv(entry, **env_options)
+        try:
+            episode = await play(agent.for_entry(entry), env)
+            progress = env.progress
+        finally:
+            env.close()
+        if progress != 1.0:
+            raise RuntimeError(
+                f"warm start: the ground truth of {entry_id} scores progress {progress} in "
+                "the environment (every turn should pass)"
+            )
+        return {"messages": episode.messages, "entry_id": entry_id}
+
+    async def every() -> list[dict[str, Any]]:
+        return [await one(i) for i in ids]
+
+    return asyncio.run(every())
+
+
+def greedy_validation(
+    model_path: str, rows: list[dict[str, Any]], env: Any, trainer: Any
+) -> dict[str, float]:
+    """The in-run validation's metrics for a saved model: greedy episodes of ``rows`` in the
+    environment ``env`` (a reference), limits from ``trainer.rl``."""
+    from aworld_rl_core.backends.config import ModelConfig
+    from aworld_rl_core.backends.trl_trainer import EpisodeRollout, env_return, validation_metrics
+    from aworld_rl_core.engine import ChatCodec, Limits
+    from aworld_rl_core.models import load_model_and_tokenizer
+    from aworld_rl_core.refs import callable_of
+
+    model, tokenizer = load_model_and_tokenizer(ModelConfig(name_or_path=model_path))
+    rollout = EpisodeRollout(
+        rows,
+        callable_of(env, "environments"),
+        ChatCodec(tokenizer),
+        Limits.of(trainer.rl),
+        temperature=0.0,
+        top_p=1.0,
+    )
+    episodes = rollout.play(model, tokenizer, rows, temperature=0.0)
+    return validation_metrics(episodes, list(range(len(rows))), [env_return], None)
+
+
+def warm_start(cfg: Any, start: str, split: Split, run: Run) -> str:
+    """The model stage 1 starts from: ``start``, or its warm start (see the module doc)."""
+    from aworld_rl_core.backends.base import TrainJob
+    from aworld_rl_core.backends.config import SFTConfig, TrainerConfig
+    from aworld_rl_core.config import rebuild
+    from aworld_rl_core.registry import get_trainer
+    from aworld_rl_core.runs import Run
+    from aworld_rl_envtuning.recipes.training import (
+        _spread,
+        stage_rows,
+        validation_ids,
+    )
+
+    ws = cfg.warm_start
+    if ws.steps == 0:
+        return start
+    folder = run.dir / FOLDER
+    stage = cfg.stages[0] if hasattr(cfg, "stages") else cfg.stage
+    ids = split.of("train")
+    ids = _spread(ids, ws.entries) if ws.entries else ids
+    env_options = {
+        "augmentation": stage.augmentation,
+        "prompt_style": stage.prompt_style,
+        "tool_docs": cfg.env.tool_docs,
+        "think_tag": cfg.env.think_tag,
+        # BFCL's cap, so every ground-truth step fits (the training cap may be lower)
+        "max_steps_per_turn": max(cfg.env.max_steps_per_turn, 20),
+    }
+    sft = TrainerConfig(
+        backend="hf-sft",
+        learning_rate=ws.learning_rate,
+        max_steps=ws.steps,
+        batch_size=ws.batch_size,
+        micro_batch_size=1,
+        seed=cfg.trainer.seed,
+        sft=SFTConfig(max_length=ws.max_length, per_turn=True, lr_scheduler="constant"),
+    )
+    sub = Run(folder, name="warm start", resume=run.resume, quiet=True)
+    try:
+        result = get_trainer("hf-sft")().train(
+            TrainJob(
+                model=replace(cfg.model, name_or_path=start),
+                trainer=sft,
+                run=sub,
+                train_rows=trajectories(ids, **env_options),
+            )
+        )
+    finally:
+        sub.close()
+    model = str(result.outputs["model"])
+    val_ids = validation_ids(split, cfg.validation.entries_per_category)
+    if val_ids:
+        from aworld_rl_envtuning.recipes.training import _validation_env
+
+        rows = stage_rows(val_ids, "validation", cfg.env, stage, **_validation_env(cfg.validation))
+        trainer = rebuild(
+            TrainerConfig,
+            cfg.trainer,
+            {
+                "batch_size": stage.batch_size,
+                "rl.max_response_tokens": stage.max_response_tokens,
+            },
+        )
+        env = cfg.env.factory(
+            reward=stage.reward, augmentation=stage.augmentation, prompt_style=stage.prompt_style
+        )
+        before = greedy_validation(start, rows, env, trainer)
+        after = greedy_validation(model, rows, env, trainer)
+        _report(run, ws, len(ids), result.metrics, before, after)
+    return model
+
+
+def _report(
+    run: Run, ws: Any, n_entries: int, sft: dict[str, Any], before: dict, after: dict
+) -> None:
+    keys = ("reward", "progress", "format_score", "stage1_reward", "format_errors", "tool_calls")
+    names = {"reward": "BFCL accuracy"}
+    lines = [
+        f"{ws.steps} hf-sft steps on the ground truth of {n_entries} training entries "
+        f"(final loss {sft.get('final_loss', float('nan')):.3f}); greedy validation episodes "
+        "of the stage-1 environment without hints:\n",
+        "| metric | random start | after warm start |",
+        "|---|---|---|",
+    ]
+    for key in keys:
+        if key in before or key in after:
+            lines.append(
+                f"| {names.get(key, key)} | {before.get(key, float('nan')):.3f} | "
+                f"{after.get(key, float('nan')):.3f} |"
+            )
+    run.add_section("Warm start", "\n".join(lines) + "\n")
+    record = {"before": before, "after": after, "sft": sft}
+    (run.dir / FOLDER / RESULT_FILE).write_text(json.dumps(record, indent=1), encoding="utf-8")
+    run.log(
+        {
+            **{f"warm_start/before/{k}": float(v) for k, v in before.items()},
+            **{f"warm_start/after/{k}": float(v) for k, v in after.items()},
+        },
+        step=0,
+    )
