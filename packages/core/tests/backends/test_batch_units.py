@@ -97,3 +97,17 @@ def test_max_steps_on_fewer_samples_than_a_batch_trains_on_them_all(caplog):
     assert (plan.steps, plan.drop_last) == (2, False)
     assert "3 samples make no full batch of trainer.batch_size=4" in caplog.text
     assert plan_batches(trainer(max_steps=2), n_rows=4, rl=False).drop_last
+
+
+def test_hf_sft_splits_a_step_over_the_torchrun_processes(tmp_path, monkeypatch):
+    """Under torchrun each of WORLD_SIZE processes accumulates its share of a step."""
+    pytest.importorskip("trl")
+    from aworld_rl_core.backends.hf_sft import sft_plan
+
+    cfg = trainer(batch_size=8, micro_batch_size=2, max_steps=1)
+    assert sft_plan(job(tmp_path, cfg), 10).accumulation == 4
+    monkeypatch.setenv("WORLD_SIZE", "2")
+    assert sft_plan(job(tmp_path, cfg), 10).accumulation == 2
+    monkeypatch.setenv("WORLD_SIZE", "3")
+    with pytest.raises(ConfigError, match="x 3 device"):
+        sft_plan(job(tmp_path, cfg), 10)
