@@ -29,28 +29,63 @@ def test_parse_judge_and_new_fc():
     assert parse_new_fc("<judge>True</judge>") is None
 
 
-def test_clean_sample_is_kept_unchanged(weather_tool):
+def test_clean_sample_is_kept_unchanged_and_the_judge_checks_every_stage(weather_tool):
     s = sample(weather_tool, "weather in Paris", "[get_weather(city='Paris')]")
     judge = ScriptedJudge()
     out = refine(s, judge)
     assert out.status == "kept"
     assert out.sample.answer == "[get_weather(city='Paris')]"
     assert [(r.stage, r.verdict, r.by) for r in out.trail] == [
-        ("classify", "pass", "rule"),
-        ("query_tools", "pass", "judge"),
-        ("cot", "pass", "judge"),
-        ("function_params", "pass", "judge"),
-        ("format", "pass", "rule"),
+        (stage, "pass", "judge") for stage in STAGES
+    ]
+    assert [c[0] for c in judge.calls] == list(STAGES)  # the paper: the judge checks all five
+
+
+def test_rules_decide_saves_the_judge_stages_1_and_5(weather_tool):
+    s = sample(weather_tool, "weather in Paris", "[get_weather(city='Paris')]")
+    judge = ScriptedJudge()
+    out = refine(s, judge, rules_decide=True)
+    assert [(r.stage, r.by) for r in out.trail] == [
+        ("classify", "rule"),
+        ("query_tools", "judge"),
+        ("cot", "judge"),
+        ("function_params", "judge"),
+        ("format", "rule"),
     ]
     assert [c[0] for c in judge.calls] == ["query_tools", "cot", "function_params"]
 
 
-def test_leading_space_is_rewritten_without_the_judge(weather_tool):
+def test_leading_space_is_rewritten_by_rule_then_judged(weather_tool):
     s = sample(weather_tool, "weather in Rome", "[ get_weather(city='Rome', days=2)]")
-    out = refine(s, ScriptedJudge())
+    judge = ScriptedJudge()
+    out = refine(s, judge)
     assert out.status == "kept"
     assert out.sample.answer == "[get_weather(city='Rome', days=2)]"
-    assert out.trail[-1].verdict == "regenerated" and out.trail[-1].by == "rule"
+    assert [(r.verdict, r.by) for r in out.trail[-2:]] == [
+        ("regenerated", "rule"),
+        ("pass", "judge"),
+    ]
+    assert "[get_weather(city='Rome', days=2)]" in judge.last_messages["format"]  # canonical
+
+
+def test_a_regenerated_answer_gets_its_cot_rewritten_and_rechecked(weather_tool):
+    fix = "<judge>False</judge><NewFC>[get_weather(city='Lima')]</NewFC>"
+    s = sample(weather_tool, "weather in Lima", "[get_weather(city='Lim')]", "Old CoT for Lim.")
+    judge = ScriptedJudge({("function_params", "weather in Lima"): fix})
+    out = refine(s, judge)
+    assert out.status == "kept" and out.sample.answer == "[get_weather(city='Lima')]"
+    assert out.sample.reasoning == "The user wants the weather, so call get_weather."  # teacher
+    assert [c[0] for c in judge.calls] == [
+        "classify", "query_tools", "cot", "function_params", "teacher", "cot", "format",
+    ]  # fmt: skip
+    assert ("cot", "regenerated", "teacher") in [(r.stage, r.verdict, r.by) for r in out.trail]
+    rejected = ScriptedJudge(
+        {("function_params", "weather in Lima"): fix}, after_teacher={"cot": "<judge>False</judge>"}
+    )
+    out = refine(s, rejected)
+    assert out.status == "dropped" and out.reason == "cot (after function_params): judged False"
+    no_teacher = refine(s, judge, generate_cot=False)
+    assert no_teacher.status == "kept" and no_teacher.sample.reasoning is None
 
 
 def test_statement_is_kept_as_statement(weather_tool):
@@ -168,7 +203,7 @@ def test_counts(weather_tool):
     counts = count_outcomes(outs)
     assert counts["status"] == {"kept": 2, "dropped": 1}
     assert counts["stages"]["query_tools/fail/judge"] == 1
-    assert counts["stages"]["format/pass/rule"] == 2
+    assert counts["stages"]["format/pass/judge"] == 2
 
 
 def test_unknown_stage_rejected():
@@ -217,7 +252,7 @@ def test_fcdr_runs_on_core_pipeline_with_yields_per_stage(weather_tool, tmp_path
     assert stats["stages"]["query_tools"]["regenerated"] == 2
     assert stats["stages"]["query_tools"]["failed"] == {"dropped: query_tools: judged False": 1}
     assert stats["stages"]["query_tools"]["calls"] == 4 and stats["stages"]["cot"]["calls"] == 1
-    assert stats["calls_per_kept"] == 4.0  # query_tools twice, cot, function_params
+    assert stats["calls_per_kept"] == 6.0  # classify, query_tools twice, cot, fn/params, format
     kept = next(r for r in report.records if r["status"] == "kept")
     assert [t["stage"] for t in kept["item"]["trail"]] == list(STAGES)
     direct = refine(samples[0], FirstNoVerdict())

@@ -122,6 +122,27 @@ def test_learnable_alpha_gradient_through_sigmoid():
     assert list(SRMLLoss(0.7).parameters()) == []
 
 
+def test_learnable_alpha_has_its_own_learning_rate():
+    assert SRMLLoss(learnable=True).learning_rate == 1e-3  # the default (not in the paper)
+    assert SRMLLoss(learnable=True, alpha_lr=0.05).learning_rate == 0.05
+    assert SRMLLoss(learnable=True, alpha_lr=None).learning_rate is None  # the model's
+    assert SRMLLoss(alpha_lr=0.05).learning_rate is None  # fixed alpha: nothing to train
+    with pytest.raises(ValueError, match="alpha_lr must be > 0"):
+        SRMLLoss(learnable=True, alpha_lr=0.0)
+
+
+def test_log_metrics_counts_think_and_call_tokens_of_training_steps():
+    logits, labels, think = _batch()
+    loss = SRMLLoss()
+    loss(logits, labels, {"think": think})
+    loss(logits, labels, {"think": think})
+    with torch.no_grad():  # evaluation: not counted
+        loss(logits, labels, {"think": think})
+    # valid think: row0 2, row3 2 -> 4; valid others: row0 1, row1 4 -> 5; twice
+    assert loss.log_metrics() == {"think_tokens": 8.0, "call_tokens": 10.0}
+    assert loss.log_metrics() == {"think_tokens": 0.0, "call_tokens": 0.0}  # reset
+
+
 def test_hook_needs_think_segment():
     logits, labels, _ = _batch()
     with pytest.raises(KeyError, match="think"):

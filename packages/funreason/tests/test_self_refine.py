@@ -85,6 +85,7 @@ def _cfg(server, pool, *extra):
     sampler = {"provider": "openai", "model": "policy", "base_url": server.base_url}
     overrides = [
         "mode=v3",
+        "demo_sampler=false",  # the policy is this test's server
         f"data.hard_path={pool}",
         "data.path=",
         "data.limit=null",
@@ -131,6 +132,31 @@ def test_v3_rounds_shrink_the_pool_and_train_on_accepted(tmp_path):
     assert again.outputs["model"] == result.outputs["model"]
 
 
+def test_a_killed_round_resumes_inside_the_round(tmp_path):
+    pool = _write_pool(tmp_path)
+    with ScriptedLLMServer(_server_reply) as server:
+        cfg = _cfg(server, pool, "t_max=1")
+        first, _ = execute(
+            "funreason.self-refine", run, cfg, output_dir=tmp_path / "run", quiet=True
+        )
+        asked = len(server.chat_bodies)
+        # killed while training round 1: its answers and verdicts are in the sinks
+        (tmp_path / "run/round-1" / "round_state.json").unlink()
+        again, _ = execute(
+            "funreason.self-refine", run, cfg, output_dir=tmp_path / "run", resume=True, quiet=True
+        )
+        assert len(server.chat_bodies) == asked  # no model or judge asked again
+    assert asked == 3 + 2 * 3  # 3 answers; 2 parse, each judged by 3 judges
+    verdicts = (tmp_path / "run/round-1/verdicts.jsonl").read_text().splitlines()
+    assert len(verdicts) == 3 and again.metrics == first.metrics
+    steps = [
+        json.loads(x)
+        for x in (tmp_path / "run/round-1/metrics.jsonl").read_text().splitlines()
+        if '"loss"' in x
+    ]
+    assert [s["step"] for s in steps] == [1]  # training resumed from checkpoint-1: no new step
+
+
 def test_v3_majority_accepts_what_unanimity_rejects(tmp_path):
     pool = _write_pool(tmp_path)
     with ScriptedLLMServer(_server_reply) as server:
@@ -147,12 +173,38 @@ def test_v3_majority_accepts_what_unanimity_rejects(tmp_path):
     assert sorted(s.meta["sampled_from"] for s in accepted) == ["fcdr-1", "fcdr-6"]
 
 
-def test_v1_tiny_cpu_preset_runs(tmp_path):
+def test_v1_tiny_cpu_preset_trains_a_round(tmp_path):
+    import math
+
     cfg = load_config(SelfRefineConfig, preset="tiny-cpu", presets=PRESETS)
     result, _ = execute("funreason.self-refine", run, cfg, output_dir=tmp_path, quiet=True)
-    assert result.metrics["rounds"] == 1.0
-    rows = (tmp_path / "round-1/new_samples.jsonl").read_text().splitlines()
-    assert result.metrics["accepted_total"] == float(len(rows))
+    assert result.metrics == {"rounds": 1.0, "accepted_total": 1.0}  # Paris kept, Rome broken
+    [row] = [
+        json.loads(x) for x in (tmp_path / "round-1/new_samples.jsonl").read_text().splitlines()
+    ]
+    assert (
+        row["answer"] == "[get_weather(city='Paris')]" and row["meta"]["sampled_from"] == "fcdr-1"
+    )
+    assert (result.outputs["model"] / "config.json").exists()
+    assert list((tmp_path / "round-1/checkpoints").glob("checkpoint-*"))
+    [logged] = [
+        json.loads(x)
+        for x in (tmp_path / "metrics.jsonl").read_text().splitlines()
+        if "accepted" in x
+    ]
+    assert logged["trained"] == 1.0 and math.isfinite(logged["train_loss"])
+    assert "SCRIPTED server" in (tmp_path / "report.md").read_text()
+
+
+def test_accepted_answers_are_written_in_canonical_form():
+    from aworld_rl_funreason.data import read_samples
+    from aworld_rl_funreason.hdr import Candidate
+    from aworld_rl_funreason.paths import resolve_path
+
+    [paris] = read_samples(resolve_path("aworld_rl_funreason:sample_data/fcdr_tiny.jsonl"), 1)
+    text = '<think>Paris.</think>\n\n[ get_weather( city = "Paris" )]'
+    sample = Candidate(paris, 0, text).as_sample("r1")
+    assert sample.answer == "[get_weather(city='Paris')]" and sample.reasoning == "Paris."
 
 
 def test_v1_fcdr_keeps_only_answers_that_pass_unchanged(tmp_path):

@@ -10,7 +10,7 @@ from aworld_rl_core.config import load_config
 from aworld_rl_core.runs import execute
 from aworld_rl_funreason.data import FcSample, export_samples, to_record
 from aworld_rl_funreason.loss import SRMLLoss
-from aworld_rl_funreason.recipes.sft import LossConfig, SftRecipeConfig, make_loss, run
+from aworld_rl_funreason.recipes.sft import SftRecipeConfig, run
 from aworld_rl_funreason.testing import WEATHER_TOOL
 
 PRESETS = "aworld_rl_funreason:configs/sft"
@@ -71,16 +71,29 @@ def test_trainer_loss_names_srml_through_the_registry():
     assert cfg.trainer.loss == "funreason.srml"
 
 
-def test_make_loss():
-    assert make_loss(LossConfig(kind="ce")) is None
-    loss = make_loss(LossConfig(alpha=0.6, learnable=True))
-    assert isinstance(loss, SRMLLoss) and loss.alpha_value() == pytest.approx(0.6)
+def test_recipes_select_srml_by_trainer_loss():
+    from aworld_rl_funreason.recipes.self_refine import SelfRefineConfig
+
+    for recipe in (SftRecipeConfig(), SelfRefineConfig()):
+        assert recipe.trainer.loss == "funreason.srml"
+        assert recipe.trainer.loss_options == {"alpha": 0.7}  # v1: fixed
+    plain = load_config(SftRecipeConfig, overrides=["trainer.loss=null"])
+    assert plain.trainer.loss is None  # the backend's own cross-entropy
+
+
+def test_srml_as_a_backend_says_it_is_a_loss():
+    from aworld_rl_core.errors import PluginError
+    from aworld_rl_core.registry import get_trainer
+
+    with pytest.raises(PluginError, match=r"'funreason.srml' is a registered loss.*trainer.loss"):
+        get_trainer("funreason.srml")
 
 
 def test_presets_load():
     paper = load_config(SftRecipeConfig, preset="paper", presets=PRESETS)
     assert paper.trainer.batch_size == 512 and paper.trainer.learning_rate == 4e-5
-    assert paper.trainer.sft.warmup_ratio == 0.05 and paper.loss.alpha == 0.7
+    assert paper.trainer.sft.warmup_ratio == 0.05
+    assert paper.trainer.loss == "funreason.srml" and paper.trainer.loss_options["alpha"] == 0.7
     assert paper.model.name_or_path == "Qwen/Qwen2.5-Coder-7B-Instruct"
 
 
@@ -92,5 +105,35 @@ def test_tiny_cpu_preset_trains_with_learnable_alpha(tmp_path):
     assert result.metrics["loss_alpha"] != pytest.approx(0.7, abs=1e-7)  # alpha was trained
     assert 0.0 < result.metrics["loss_alpha"] < 1.0
     assert (result.outputs["model"] / "config.json").exists()
+    from aworld_rl_core.runs import run_output
+
+    assert run_output(tmp_path) == result.outputs["model"]  # the run stands for its model
     logged = [json.loads(x) for x in (tmp_path / "metrics.jsonl").read_text().splitlines()]
     assert any("loss_alpha" in m for m in logged)
+    steps = [m for m in logged if "think_tokens" in m]  # the run log counts both parts
+    assert len(steps) == 2 and all(m["think_tokens"] > 0 and m["call_tokens"] > 0 for m in steps)
+
+
+def test_overlong_samples_are_dropped_and_counted(tmp_path):
+    cfg = load_config(
+        SftRecipeConfig,
+        preset="tiny-cpu",
+        presets=PRESETS,
+        overrides=["trainer.sft.max_length=385", "data.limit=null", "trainer.max_steps=1"],
+    )
+    result, _ = execute("funreason.sft", run, cfg, output_dir=tmp_path, quiet=True)
+    kept = result.metrics["sft_rows"]
+    assert (result.metrics["dropped_overlong"], kept) == (3.0, 3.0)  # 383, 374, 374 tokens fit
+    cut = load_config(
+        SftRecipeConfig,
+        preset="tiny-cpu",
+        presets=PRESETS,
+        overrides=["trainer.sft.max_length=385", "data.limit=null", "data.overlong=cut"],
+    )
+    from aworld_rl_funreason.data import read_samples
+    from aworld_rl_funreason.paths import resolve_path
+    from aworld_rl_funreason.recipes.sft import drop_overlong, sft_rows
+
+    rows, _ = sft_rows(read_samples(resolve_path(cut.data.path)), cut.data)
+    fit, dropped = drop_overlong(rows, cut.model, cut.trainer)
+    assert dropped == result.metrics["dropped_overlong"] and len(fit) == kept

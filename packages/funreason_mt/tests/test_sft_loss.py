@@ -12,7 +12,13 @@ from aworld_rl_funreason_mt.recipes.sft import loss_installed
 
 def tiny(tmp_path, *overrides):
     entry = registry.get_recipe("funreason_mt.sft")
-    overrides = ["trainer.max_steps=1", "data.limit=1", *overrides]
+    overrides = [
+        "trainer.max_steps=1",
+        "data.limit=1",
+        "trainer.batch_size=1",
+        "trainer.micro_batch_size=1",
+        *overrides,
+    ]
     cfg = load_config(
         entry.config_cls(), preset="tiny-cpu", presets=entry.presets, overrides=overrides
     )

@@ -122,6 +122,11 @@ class Registry:
             return table[name]
         if (kind, name) in self.conflicts:
             raise PluginError(self.conflict_message(kind, name))
+        other = [k for k in self.entries if k != kind and name in self.entries[k]]
+        if other:  # e.g. a loss named as a trainer backend
+            how = f"; select it with trainer.loss={name}" if other[0] == "losses" else ""
+            singular = "loss" if other[0] == "losses" else other[0][:-1]
+            raise PluginError(f"'{name}' is a registered {singular}, not a {kind[:-1]}{how}")
         close = difflib.get_close_matches(name, list(table), n=1)
         hint = f"; did you mean '{close[0]}'?" if close else ""
         known = ", ".join(sorted(table)) or "none"

@@ -364,6 +364,32 @@ def _read_status(directory: Path) -> dict[str, Any]:
         return {}
 
 
+def _relative(path: Path | str, directory: Path) -> str:
+    """``path`` relative to the run directory when inside it (the run stays movable)."""
+    resolved, root = Path(path).resolve(), directory.resolve()
+    return str(resolved.relative_to(root)) if resolved.is_relative_to(root) else str(resolved)
+
+
+def run_output(value: str | Path, name: str = "model") -> Path | None:
+    """What a finished run wrote under ``name`` (``status.json`` outputs: ``model`` is the run's
+    final model, wherever its backend put it) when ``value`` is a run directory; None when it
+    is not one (a model directory, a hub id, ``tiny:``). A run that did not complete or has no
+    such output is an error naming the run."""
+    directory = Path(value)
+    if not (directory / "status.json").is_file():
+        return None
+    status = _read_status(directory)
+    found = (status.get("outputs") or {}).get(name)
+    if status.get("status") != "completed" or not found:
+        raise AworldError(
+            f"'{directory}' is a run directory (status: {status.get('status', 'unknown')}) "
+            f"without a '{name}' output; finish it (aworld-run ... --resume) or pass the "
+            f"{name} directory itself"
+        )
+    path = Path(found)
+    return path if path.is_absolute() else directory / path
+
+
 # ---------------------------------------------------------------------------------------------
 # Signals and logs
 # ---------------------------------------------------------------------------------------------
@@ -533,6 +559,8 @@ def _execute_locked(
                 extra["signal"] = signal.Signals(signum).name
             if status != "completed":
                 extra["resume"] = resume_cmd
+            else:
+                extra["outputs"] = {k: _relative(v, run.dir) for k, v in result.outputs.items()}
             run.close()
             write_report(
                 run.dir,

@@ -91,14 +91,6 @@ def test_a_dry_run_counts_one_step_per_epoch_when_rows_make_no_full_batch(caplog
     assert "make no full batch" in caplog.text
 
 
-def test_max_steps_on_fewer_samples_than_a_batch_trains_on_them_all(caplog):
-    """Dropping the only (partial) batch would train nothing: with max_steps set it is kept."""
-    plan = plan_batches(trainer(max_steps=2), n_rows=3, rl=False)
-    assert (plan.steps, plan.drop_last) == (2, False)
-    assert "3 samples make no full batch of trainer.batch_size=4" in caplog.text
-    assert plan_batches(trainer(max_steps=2), n_rows=4, rl=False).drop_last
-
-
 def test_hf_sft_splits_a_step_over_the_torchrun_processes(tmp_path, monkeypatch):
     """Under torchrun each of WORLD_SIZE processes accumulates its share of a step."""
     pytest.importorskip("trl")

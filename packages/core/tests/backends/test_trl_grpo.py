@@ -104,7 +104,7 @@ def test_rows_without_environment_are_one_turn_episodes(model_dir, tmp_path, mon
         make_job(tmp_path, model_dir, rl=ROOMY),
         env=None,
         rewards=[recording_reward],
-        train_rows=rows,
+        train_rows=rows * 2,  # one full batch (trainer.batch_size=2): the partial one is dropped
     )
     trainer, _ = trl_grpo.TrlGrpoBackend().build_trainer(job)
     scripted = ScriptedGenerator(ChatCodec(trainer.processing_class), ["hello there"])

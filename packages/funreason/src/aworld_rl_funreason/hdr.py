@@ -9,8 +9,9 @@ score reaches the threshold tau, and r is kept when all judges pass it (the pape
 from __future__ import annotations
 
 import re
-from collections.abc import Sequence
+from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any, Literal
 
 from aworld_rl_funreason.data import FcSample, prompt_messages, split_response
@@ -62,6 +63,15 @@ def judge_messages(sample: FcSample, response: str) -> list[dict[str, Any]]:
     return [{"role": "user", "content": text}]
 
 
+def sample_seed(k: int, n: int, base: int | None = None) -> dict[str, int]:
+    """The sampling params of the ``k``-th of ``n`` samples: its own ``seed`` (``base + k``,
+    base 0 when unset) so the n requests differ (a cache stores n replies, a server samples n
+    times); nothing when one unseeded sample is asked for."""
+    if n == 1 and base is None:
+        return {}
+    return {"seed": (base or 0) + k}
+
+
 @dataclass(frozen=True)
 class Candidate:
     """One sampled answer to a query."""
@@ -71,13 +81,51 @@ class Candidate:
     text: str
 
     def as_sample(self, tag: str) -> FcSample:
+        """The answer as a training sample; a valid call list in canonical form."""
         reasoning, answer = split_response(self.text)
+        canonical, _ = validate_call_list(answer, self.source.tools)
+        answer = canonical or answer
         return self.source.with_(
             id=f"{self.source.id}#{tag}s{self.index}",
             answer=answer,
             reasoning=reasoning,
             meta={**self.source.meta, "sampled_from": self.source.id, "sample": self.index},
         )
+
+
+async def run_resumable(
+    items: Sequence[Any],
+    key: Callable[[Any], str],
+    fn: Callable[[Any], Awaitable[dict[str, Any]]],
+    path: Path | None = None,
+    concurrency: int = 32,
+) -> list[dict[str, Any]]:
+    """``fn(item)`` for every item, at most ``concurrency`` at a time, results in item order.
+    With ``path`` each result is written to a JSONL sink as it finishes, under ``key(item)``,
+    and an item already there is not computed again (a killed round resumes without asking a
+    model or a judge twice)."""
+    import asyncio
+
+    if path is None:
+        sem = asyncio.Semaphore(concurrency)
+
+        async def bounded(item: Any) -> dict[str, Any]:
+            async with sem:
+                return await fn(item)
+
+        return list(await asyncio.gather(*(bounded(i) for i in items)))
+    from aworld_rl_core.llm.jobs import run_jobs
+    from aworld_rl_core.llm.jsonl_sink import JsonlSink
+
+    async def job(item: Any) -> dict[str, Any]:
+        return {"key": key(item), **(await fn(item))}
+
+    with JsonlSink(path, key="key", fsync="close") as sink:
+        report = await run_jobs(items, job, sink, concurrency=concurrency, key=key)
+        if report.failed:
+            raise RuntimeError(f"{len(report.failed)} jobs failed: {report.failed}")
+        done = {r["key"]: r for r in sink.records()}
+    return [done[key(i)] for i in items]
 
 
 async def sample_candidates(
@@ -87,18 +135,27 @@ async def sample_candidates(
     *,
     prompt: str = "bfcl",
     concurrency: int = 32,
+    seed: int | None = None,
+    path: Path | None = None,
     **sampling: Any,
 ) -> list[Candidate]:
-    """``n`` answers of the model behind ``client`` to each sample's query."""
-    requests = [
-        {"messages": prompt_messages(s, prompt), **sampling} for s in samples for _ in range(n)
-    ]
-    from aworld_rl_core.llm.base import chat_many
+    """``n`` answers of the model behind ``client`` to each sample's query, the k-th with seed
+    ``seed + k`` (:func:`sample_seed`); with ``path``, kept in a resumable sink."""
+    jobs = [(s, k) for s in samples for k in range(n)]
 
-    replies = await chat_many(client, requests, concurrency=concurrency)
-    return [
-        Candidate(s, k, replies[i * n + k].text) for i, s in enumerate(samples) for k in range(n)
-    ]
+    async def one(job: tuple[FcSample, int]) -> dict[str, Any]:
+        s, k = job
+        messages = prompt_messages(s, prompt)
+        reply = await client.chat(messages, **sampling, **sample_seed(k, n, seed))
+        return {"text": reply.text or ""}
+
+    records = await run_resumable(jobs, candidate_key, one, path, concurrency)
+    return [Candidate(s, k, r["text"]) for (s, k), r in zip(jobs, records, strict=True)]
+
+
+def candidate_key(job: tuple[FcSample, int]) -> str:
+    """The sink key of the k-th answer to a sample: ``<id>#<k>``."""
+    return f"{job[0].id}#{job[1]}"
 
 
 async def judge_candidate(

@@ -20,6 +20,8 @@ from aworld_rl_core.segments import IGNORE_INDEX
 
 Reduction = Literal["per_sample", "pooled"]
 DEFAULT_ALPHA = 0.7
+DEFAULT_ALPHA_LR = 1e-3
+"""A learnable alpha's own learning rate (not in the paper; see :class:`SRMLLoss`)."""
 
 
 def token_cross_entropy(
@@ -137,9 +139,12 @@ class LearnableAlpha(torch.nn.Module):
 class SRMLLoss(torch.nn.Module):
     """SRML in core's loss-hook shape: ``loss(logits, labels, segments)``, with segments["think"].
 
-    With ``learnable=True`` the module owns a :class:`LearnableAlpha`; the backend must add
-    ``loss.parameters()`` to its optimizer (core's ``hf-sft`` does for ``nn.Module`` losses).
-    ``last_parts`` keeps the last alpha for logging.
+    With ``learnable=True`` the module owns a :class:`LearnableAlpha`; core's SFT backends
+    register it on the model (so DDP / DeepSpeed keep it the same on every rank) and train it in
+    its own optimizer group, without weight decay, at ``alpha_lr`` (``learning_rate``; None: the
+    model's). The paper states no alpha learning rate: at the model's 4e-5 AdamW moves alpha by
+    about 1e-5 a step, so it stays where it starts. :meth:`log_metrics` gives the reasoning
+    and call token counts seen since the last log (``think_tokens``, ``call_tokens``).
     """
 
     def __init__(
@@ -150,6 +155,7 @@ class SRMLLoss(torch.nn.Module):
         parametrization: Literal["sigmoid", "clamp"] = "sigmoid",
         reduction: Reduction = "per_sample",
         ignore_index: int = IGNORE_INDEX,
+        alpha_lr: float | None = DEFAULT_ALPHA_LR,
     ) -> None:
         super().__init__()
         if reduction not in ("per_sample", "pooled"):
@@ -160,6 +166,16 @@ class SRMLLoss(torch.nn.Module):
         self.fixed_alpha = float(alpha)
         self.reduction: Reduction = reduction
         self.ignore_index = ignore_index
+        if alpha_lr is not None and not alpha_lr > 0:
+            raise ValueError(f"alpha_lr must be > 0 (or null: the model's), got {alpha_lr}")
+        self.learning_rate = alpha_lr if learnable else None
+        self._counts = [0, 0]  # think, call tokens since the last log_metrics()
+
+    def log_metrics(self) -> dict[str, float]:
+        """Reasoning and call (other supervised) token counts since the last call."""
+        think, call = self._counts
+        self._counts = [0, 0]
+        return {"think_tokens": float(think), "call_tokens": float(call)}
 
     def alpha(self) -> float | torch.Tensor:
         """The current alpha (a tensor with a gradient when learnable)."""
@@ -178,6 +194,11 @@ class SRMLLoss(torch.nn.Module):
                 "SRML needs segments['think'] (the reasoning mask); the backend gave "
                 f"{sorted(segments)}"
             )
+        if torch.is_grad_enabled():  # training steps, not evaluation
+            valid = labels != self.ignore_index
+            think = int((segments["think"].bool() & valid).sum())
+            self._counts[0] += think
+            self._counts[1] += int(valid.sum()) - think
         return srml_loss(
             logits,
             labels,

@@ -23,3 +23,12 @@ def resolve_path(spec: str) -> Path:
     if not path.exists():
         raise FileNotFoundError(f"data path '{spec}' does not exist ({path})")
     return path
+
+
+def model_source(value: str) -> str:
+    """A model to load: a finished run's directory (``funreason.sft``'s, any backend) stands for
+    the final model that run wrote, wherever its backend put it; anything else is kept."""
+    from aworld_rl_core.runs import run_output
+
+    found = run_output(value, "model") if value else None
+    return str(found) if found is not None else value

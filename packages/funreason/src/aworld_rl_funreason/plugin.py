@@ -44,7 +44,8 @@ def register_losses(register):
         "aworld_rl_funreason.loss:SRMLLoss",
         kind="token",
         help="SRML: alpha * L_think + (1 - alpha) * L_result, per-sample part means; options "
-        "alpha=0.7, learnable=false, parametrization=sigmoid, reduction=per_sample.",
+        "alpha=0.7, learnable=false, parametrization=sigmoid, reduction=per_sample, "
+        "alpha_lr=0.001 (a learnable alpha's own learning rate; null: the model's).",
     )
 
 

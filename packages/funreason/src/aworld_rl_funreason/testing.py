@@ -39,15 +39,23 @@ def request_of(messages: list[dict]) -> str:
 
 @dataclass
 class ScriptedJudge:
-    """TEST DOUBLE of an LLM client: replies by (stage, user request); default passes."""
+    """TEST DOUBLE of an LLM client: replies by (stage, user request); default passes.
+    ``after_teacher`` replies by stage once the teacher was asked (a re-check of new CoT);
+    ``last_messages`` keeps the last prompt text per stage."""
 
     script: dict[tuple[str, str], str] = field(default_factory=dict)
+    after_teacher: dict[str, str] = field(default_factory=dict)
     calls: list[tuple[str, str]] = field(default_factory=list)
+    last_messages: dict[str, str] = field(default_factory=dict)
     model: str = "scripted-judge"
 
     def reply_for(self, messages: list[dict]) -> str:
         stage, request = stage_of(messages), request_of(messages)
+        self.last_messages[stage] = messages[-1]["content"]
+        taught = any(s == "teacher" for s, _ in self.calls)
         self.calls.append((stage, request))
+        if taught and stage in self.after_teacher:
+            return self.after_teacher[stage]
         if (stage, request) in self.script:
             return self.script[(stage, request)]
         if stage == "teacher":

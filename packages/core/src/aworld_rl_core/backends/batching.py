@@ -7,9 +7,7 @@
 - ``trainer.micro_batch_size``: samples per forward pass per device; it (times the devices)
   divides a step's samples, the rest is gradient accumulation.
 - Optimizer steps: ``trainer.max_steps``, or ``floor(epochs x (samples // batch_size))`` (a last
-  partial batch is dropped, as verl's loader does). With ``max_steps`` set and fewer samples
-  than one batch, each step trains on the samples there are (``drop_last`` is off, with a
-  warning): dropping them would train nothing.
+  partial batch is dropped, as verl's loader does).
 
 trl, verl, hf-sft and LLaMA-Factory all take their step counts and batch sizes from
 :func:`plan_batches`, so one config trains the same way on each.
@@ -38,7 +36,6 @@ class BatchPlan:
     devices: int
     accumulation: int
     steps: int
-    drop_last: bool = True
 
 
 def plan_batches(
@@ -46,10 +43,31 @@ def plan_batches(
 ) -> BatchPlan:
     """The batch plan of ``trainer`` over ``n_rows`` prompts (RL) or samples (SFT).
 
-    Rows that make no full batch are an error, unless ``strict=False`` (a dry run): then each
-    epoch counts one step, with a warning.
+    Rows that make no full batch are an error (``max_steps`` or not: the partial batch is
+    dropped), unless ``strict=False`` (a dry run): then each epoch counts one step, with a warning.
     """
-    per_step = trainer.batch_size * (trainer.rl.group_size if rl else 1)
+    per_step = check_batch_shape(trainer, rl=rl, devices=devices)
+    micro = trainer.micro_batch_size
+    per_epoch = n_rows // trainer.batch_size
+    if per_epoch == 0:  # the partial batch is dropped: the run would take no step at all
+        problem = (
+            f"{n_rows} {'prompts' if rl else 'samples'} make no full batch of "
+            f"trainer.batch_size={trainer.batch_size}: lower the batch size or add rows"
+        )
+        if strict:
+            raise ConfigError(problem)
+        log.warning("%s (counting one step per epoch)", problem)
+        per_epoch = 1
+    if trainer.max_steps > 0:
+        steps = trainer.max_steps
+    else:
+        steps = max(1, math.floor(trainer.epochs * per_epoch))
+    return BatchPlan(per_step, micro, devices, per_step // (micro * devices), steps)
+
+
+def check_batch_shape(trainer: Any, *, rl: bool, devices: int = 1) -> int:
+    """Samples per optimizer step; an error unless micro batches x devices divide them."""
+    per_step = int(trainer.batch_size * (trainer.rl.group_size if rl else 1))
     micro = trainer.micro_batch_size
     if micro < 1 or devices < 1 or per_step % (micro * devices):
         what = "trainer.batch_size x trainer.rl.group_size" if rl else "trainer.batch_size"
@@ -57,32 +75,7 @@ def plan_batches(
             f"{what} = {per_step} samples per optimizer step must be a positive multiple of "
             f"trainer.micro_batch_size={micro} x {devices} device(s)"
         )
-    drop_last = True
-    if trainer.max_steps > 0:
-        steps = trainer.max_steps
-        if n_rows < trainer.batch_size:
-            drop_last = False
-            log.warning(
-                "%d %s make no full batch of trainer.batch_size=%d: each of the %d steps trains "
-                "on them all",
-                n_rows,
-                "prompts" if rl else "samples",
-                trainer.batch_size,
-                steps,
-            )
-    else:
-        per_epoch = n_rows // trainer.batch_size
-        if per_epoch == 0:
-            problem = (
-                f"{n_rows} {'prompts' if rl else 'samples'} make no full batch of "
-                f"trainer.batch_size={trainer.batch_size}: lower the batch size or set max_steps"
-            )
-            if strict:
-                raise ConfigError(problem)
-            log.warning("%s (counting one step per epoch)", problem)
-            per_epoch = 1
-        steps = max(1, math.floor(trainer.epochs * per_epoch))
-    return BatchPlan(per_step, micro, devices, per_step // (micro * devices), steps, drop_last)
+    return per_step
 
 
 class DropLastInTrainingOnly:

@@ -59,7 +59,8 @@ class AtomicCheckpoints(_Trainer):
     """Mixin for a transformers ``Trainer`` (put it first among the bases): each checkpoint is
     saved into ``<output_dir>/.staging/checkpoint-N`` and renamed to ``<output_dir>/checkpoint-N``
     once everything (weights, optimizer, scheduler, RNG, trainer state) is written. A rename is
-    atomic, so ``checkpoint-N`` is either absent or whole after any kill."""
+    atomic, so ``checkpoint-N`` is either absent or whole after any kill. Under DDP the main
+    process alone clears, renames and rotates, between barriers around every rank's save."""
 
     _staging_checkpoint = False
 
@@ -70,20 +71,26 @@ class AtomicCheckpoints(_Trainer):
     def _save_checkpoint(self, model: Any, trial: Any) -> None:
         real = Path(self._get_output_dir(trial))
         staging = real / STAGING
-        shutil.rmtree(staging, ignore_errors=True)  # what a killed save left behind
+        main = self.args.should_save  # under DDP every rank writes its RNG state into the folder
+        if main:
+            shutil.rmtree(staging, ignore_errors=True)  # what a killed save left behind
+        self.accelerator.wait_for_everyone()
         self._staging_checkpoint = True
         try:
             super()._save_checkpoint(model, trial)
         finally:
             self._staging_checkpoint = False
-        name = f"checkpoint-{self.state.global_step}"
-        if (staging / name).is_dir():
-            final = real / name
-            if final.exists():  # saved again at the same step
-                shutil.rmtree(final)
-            os.replace(staging / name, final)
-        shutil.rmtree(staging, ignore_errors=True)
-        self._rotate(real)
+        self.accelerator.wait_for_everyone()  # every rank's files are in before the rename
+        if main:
+            name = f"checkpoint-{self.state.global_step}"
+            if (staging / name).is_dir():
+                final = real / name
+                if final.exists():  # saved again at the same step
+                    shutil.rmtree(final)
+                os.replace(staging / name, final)
+            shutil.rmtree(staging, ignore_errors=True)
+            self._rotate(real)
+        self.accelerator.wait_for_everyone()
 
     def _rotate(self, directory: Path) -> None:
         limit = self.args.save_total_limit

@@ -28,7 +28,11 @@ from pathlib import Path
 from typing import Any
 
 from aworld_rl_core.backends.base import TrainJob
-from aworld_rl_core.backends.batching import DropLastInTrainingOnly, plan_batches
+from aworld_rl_core.backends.batching import (
+    DropLastInTrainingOnly,
+    check_batch_shape,
+    plan_batches,
+)
 from aworld_rl_core.backends.checkpoints import AtomicCheckpoints, checkpoints, latest_checkpoint
 from aworld_rl_core.backends.loss_hooks import TokenLossMixin, loss_alpha
 from aworld_rl_core.backends.sft_data import SEGMENT_PREFIX, SftCollator, build_samples
@@ -60,7 +64,7 @@ class HfSftBackend:
         from aworld_rl_core.vision import has_images
 
         trainer_cfg = job.trainer
-        plan_batches(trainer_cfg, n_rows=len(job.train_rows) or 1, rl=False)  # fail early
+        check_batch_shape(trainer_cfg, rl=False)  # fail early; rows count once split
         set_seed(trainer_cfg.seed)
         vision = has_images([*job.train_rows, *job.eval_rows])
         model, processor = build_model(job, vision=vision)
@@ -267,7 +271,7 @@ def training_args(job: TrainJob, n_samples: int) -> Any:
         gradient_accumulation_steps=plan.accumulation,
         learning_rate=cfg.learning_rate,
         max_steps=plan.steps,
-        dataloader_drop_last=plan.drop_last,  # a partial last batch is dropped (batching's rule)
+        dataloader_drop_last=True,  # a partial last batch is dropped (batching's rule)
         weight_decay=cfg.weight_decay,
         max_grad_norm=cfg.max_grad_norm,
         activation_checkpointing=cfg.sft.gradient_checkpointing,

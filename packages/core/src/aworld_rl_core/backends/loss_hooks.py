@@ -2,15 +2,24 @@
 
 Shared by the ``hf-sft`` backend and the LLaMA-Factory trainer patch (which imports it inside
 LLaMA-Factory's own environment). A loss that is a ``torch.nn.Module`` is moved to the training
-device, its trainable parameters join the optimizer (without weight decay), and its state is
-saved in each ``checkpoint-<step>`` folder and restored on resume. A loss with ``alpha()`` has
-it logged as ``loss_alpha``. torch and transformers are imported only when a trainer runs.
+device; one with trainable parameters is registered on the model as :data:`LOSS_MODULE` (so
+DeepSpeed partitions and reduces them like the model's, and the saved model weights leave them
+out) and, outside DeepSpeed, their gradients are averaged over the ranks after each backward:
+every rank holds the same values. They form their own
+optimizer group without weight decay, at the loss's ``learning_rate`` when it has one (else the
+model's). The loss's state is saved in each ``checkpoint-<step>`` folder and restored on resume.
+A loss with ``alpha()`` has it logged as ``loss_alpha``, one with ``log_metrics() -> dict`` has
+those logged with every training log. torch and transformers are imported only when a trainer
+runs.
 """
 
 from __future__ import annotations
 
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
+
+LOSS_MODULE = "aworld_token_loss"
+"""The name a loss with trainable parameters gets on the model (``model.aworld_token_loss``)."""
 
 
 def trainable_parameters(loss: Any) -> list[Any]:
@@ -20,6 +29,56 @@ def trainable_parameters(loss: Any) -> list[Any]:
     if isinstance(loss, torch.nn.Module):
         return [p for p in loss.parameters() if p.requires_grad]
     return []
+
+
+def attach_loss(model: Any, loss: Any) -> None:
+    """Register ``loss`` on ``model`` when it has trainable parameters (once), so that the
+    distributed wrapper reduces their gradients; its keys are left out of saved model weights."""
+    if not trainable_parameters(loss) or getattr(model, LOSS_MODULE, None) is loss:
+        return
+    model.add_module(LOSS_MODULE, loss)
+    keys = {f"{LOSS_MODULE}.{k}" for k in loss.state_dict()}
+    ignored = getattr(model, "_keys_to_ignore_on_save", None) or ()
+    model._keys_to_ignore_on_save = {*ignored, *keys}  # not in the saved model weights
+    # DDP leaves them alone (they are used after the forward, where its unused-parameter search
+    # cannot see them); reduce_loss_gradients averages their gradients over the ranks instead
+    model._ddp_params_and_buffers_to_ignore = sorted(
+        {*getattr(model, "_ddp_params_and_buffers_to_ignore", ()), *keys}
+    )
+
+
+def reduce_loss_gradients(loss: Any) -> None:
+    """Average the gradients of the loss's trainable parameters over the ranks after each
+    backward (once per parameter; a no-op outside ``torch.distributed``). Idempotent on values
+    that a wrapper already averaged."""
+    for param in trainable_parameters(loss):
+        if not getattr(param, "_aworld_reduced", False):
+            param.register_post_accumulate_grad_hook(_all_reduce_mean)
+            param._aworld_reduced = True
+
+
+def _all_reduce_mean(param: Any) -> None:
+    import torch.distributed as dist
+
+    if param.grad is None or not dist.is_available() or not dist.is_initialized():
+        return
+    world = dist.get_world_size()
+    if world > 1:
+        dist.all_reduce(param.grad, op=dist.ReduceOp.SUM)
+        param.grad.div_(world)
+
+
+def loss_param_group(loss: Any) -> dict[str, Any] | None:
+    """The optimizer group of the loss's trainable parameters: no weight decay, and the loss's
+    ``learning_rate`` when it sets one (None when it has no trainable parameters)."""
+    params = trainable_parameters(loss)
+    if not params:
+        return None
+    group: dict[str, Any] = {"params": params, "weight_decay": 0.0}
+    learning_rate = getattr(loss, "learning_rate", None)
+    if learning_rate is not None:
+        group["lr"] = float(learning_rate)
+    return group
 
 
 def loss_alpha(loss: Any) -> float | None:
@@ -96,13 +155,21 @@ class TokenLossMixin(_Trainer):
 
     def create_optimizer(self, *args: Any, **kwargs: Any) -> Any:
         optimizer = super().create_optimizer(*args, **kwargs)
-        params = trainable_parameters(self.token_loss)
-        known = {id(p) for group in optimizer.param_groups for p in group["params"]}
-        if params and not any(id(p) in known for p in params):
-            optimizer.add_param_group({"params": params, "weight_decay": 0.0})
+        group = loss_param_group(self.token_loss)
+        if group is None:
+            return optimizer
+        ids = {id(p) for p in group["params"]}
+        if any({id(p) for p in g["params"]} == ids for g in optimizer.param_groups):
+            return optimizer  # a second call: the group is there
+        for existing in optimizer.param_groups:  # the model's groups hold them once attached
+            existing["params"] = [p for p in existing["params"] if id(p) not in ids]
+        optimizer.add_param_group(group)
         return optimizer
 
     def train(self, resume_from_checkpoint: Any = None, *args: Any, **kwargs: Any) -> Any:
+        attach_loss(self.model, self.token_loss)
+        if not getattr(self, "is_deepspeed_enabled", False):  # DeepSpeed reduces them itself
+            reduce_loss_gradients(self.token_loss)
         if isinstance(resume_from_checkpoint, str):
             load_loss_state(
                 self.token_loss,
@@ -133,6 +200,9 @@ class TokenLossMixin(_Trainer):
         alpha = loss_alpha(self.token_loss) if "loss" in logs else None
         if alpha is not None:
             logs = {**logs, "loss_alpha": alpha}
+        extra = getattr(self.token_loss, "log_metrics", None)
+        if "loss" in logs and callable(extra):  # e.g. SRML's think / call token counts
+            logs = {**logs, **extra()}
         super().log(logs, *args, **kwargs)
 
 

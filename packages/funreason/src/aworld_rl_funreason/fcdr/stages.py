@@ -34,6 +34,7 @@ class FcdrSettings:
 
     stages: tuple[str, ...] = STAGES
     deterministic: bool = True
+    rules_decide: bool = False
     generate_cot: bool = True
     cot_sees_reference: bool = False
     answer_fail: Literal["regenerate", "hard_pool"] = "regenerate"
@@ -145,10 +146,17 @@ def outcome_of(status: str, item: FcdrItem, reason: str = "") -> Outcome:
     return Outcome(item.sample, status, tuple(item.trail), item.reason or reason)  # type: ignore[arg-type]
 
 
-async def _ask(item: FcdrItem, ctx: StageContext, settings: FcdrSettings, hints=None) -> Any:
-    """One judge call: ``(verdict or None, text)``; no verdict is a retry while attempts last."""
-    messages = judge_messages(ctx.stage, item.sample, hints)
-    reply = await ctx.client("judge").chat(messages, **dict(settings.judge_sampling))
+async def _ask(
+    item: FcdrItem, ctx: StageContext, settings: FcdrSettings, hints=None, stage: str = ""
+) -> Any:
+    """One judge call (``stage``'s question, default the current stage's): ``(verdict or None,
+    text)``; no verdict is a retry while attempts last. A retry carries the attempt's seed: a
+    new request (a cache does not answer it with the reply that had no verdict)."""
+    messages = judge_messages(stage or ctx.stage, item.sample, hints)
+    sampling = dict(settings.judge_sampling)
+    if ctx.attempt > 1:
+        sampling["seed"] = ctx.seed
+    reply = await ctx.client("judge").chat(messages, **sampling)
     return parse_judge(reply.text), reply.text
 
 
@@ -175,7 +183,7 @@ def fcdr_stages(settings: FcdrSettings, *, judge: bool) -> list[Stage]:
 
     async def classify(item: FcdrItem, ctx: StageContext) -> Any:
         calls, _ = _parse(item.sample.answer)
-        if (settings.deterministic or not judge) and calls:
+        if calls and (not judge or (settings.deterministic and settings.rules_decide)):
             item.note("classify", "pass", "rule", f"parses as {len(calls)} call(s)")
         elif not judge and item.sample.answer.lstrip().startswith("["):
             item.note("classify", "pass", "rule", "a malformed call list")
@@ -253,12 +261,14 @@ async def _answer_check(
     rules = settings.deterministic or not judge
     if rules and stage == "format" and calls:
         canonical = format_python_calls(calls)
-        if item.sample.answer == canonical:
+        final = not judge or settings.rules_decide  # else the judge checks the format too
+        if item.sample.answer != canonical:
+            item.sample = item.sample.with_(answer=canonical)
+            item.note(stage, "regenerated", "rule", "rewritten in canonical call-list form")
+        elif final:
             item.note(stage, "pass", "rule")
+        if final:
             return Passed(item)
-        item.sample = item.sample.with_(answer=canonical)
-        item.note(stage, "regenerated", "rule", "rewritten in canonical call-list form")
-        return Passed(item)
     hints: list[str] = []
     if rules and stage == "function_params":
         hints = check_calls(calls, item.sample.tools) if calls is not None else [parse_err]
@@ -298,6 +308,27 @@ async def _answer_check(
     meta = {**item.sample.meta, f"{stage}_previous_answer": item.sample.answer}
     item.sample = item.sample.with_(answer=fixed, meta=meta)
     item.note(stage, "regenerated", "judge", why)
+    if stage == "function_params" and item.sample.reasoning:
+        return await _recheck_cot(item, ctx, settings)
+    return Passed(item)
+
+
+async def _recheck_cot(item: FcdrItem, ctx: StageContext, settings: FcdrSettings) -> Any:
+    """Stage 4 changed the answer, so the CoT approved against the old one no longer leads to
+    it: the teacher writes it again and the judge re-checks it (stage 3's question). Without a
+    teacher (or ``generate_cot``) the old CoT is removed (the sample stays, without reasoning)."""
+    reasoning = await _generate_cot(item, ctx, settings) if settings.generate_cot else None
+    if reasoning is None:
+        item.sample = item.sample.with_(reasoning=None)
+        item.note("cot", "fail", "rule", "answer regenerated, no teacher: old CoT removed")
+        return Passed(item)
+    item.sample = item.sample.with_(reasoning=reasoning)
+    verdict, _ = await _ask(item, ctx, settings, stage="cot")
+    if not verdict:
+        why = NO_VERDICT if verdict is None else "judged False"
+        item.note("cot", "fail", "judge", f"regenerated CoT {why}")
+        return item.fail("dropped", f"cot (after function_params): {why}")
+    item.note("cot", "regenerated", "teacher", "the answer was regenerated")
     return Passed(item)
 
 

@@ -27,6 +27,8 @@ from aworld_rl_core.runs import Run, RunResult
 from aworld_rl_core.tooluse.bfcl.loader import RELEVANCE_CATEGORIES, SINGLE_TURN_CATEGORIES
 from aworld_rl_core.tooluse.bfcl.results import DEFAULT_MODEL
 from aworld_rl_funreason.evaluation import CategoryScore, aggregate, format_table, strip_reasoning
+from aworld_rl_funreason.hdr import sample_seed
+from aworld_rl_funreason.paths import model_source
 
 CATEGORIES = SINGLE_TURN_CATEGORIES + RELEVANCE_CATEGORIES
 PROTOCOLS = {
@@ -137,7 +139,10 @@ async def _generate(cfg: EvalConfig, entries: list[Any], run: Run) -> list[dict[
     from aworld_rl_core.llm.jsonl_sink import JsonlSink
     from aworld_rl_core.tooluse.bfcl import judge_single_turn
 
-    client = make_client(cfg.generator) if cfg.source == "model" else None
+    generator = cfg.generator
+    if generator.provider == "local":  # a funreason.sft run directory: the model it wrote
+        generator = dataclasses.replace(generator, model=model_source(generator.model))
+    client = make_client(generator) if cfg.source == "model" else None
     jobs = [(e, k) for e in entries for k in range(cfg.num_samples)]
 
     async def job(item: tuple[Any, int]) -> dict[str, Any]:
@@ -146,7 +151,8 @@ async def _generate(cfg: EvalConfig, entries: list[Any], run: Run) -> list[dict[
         if client is None:
             text = ground_truth_text(entry, cfg.protocol)
         else:
-            completion = await client.chat(prompt_messages(entry))
+            seed = sample_seed(k, cfg.num_samples, cfg.generator.seed)  # n distinct requests
+            completion = await client.chat(prompt_messages(entry), **seed)
             text, usage = completion.text or "", completion.usage or {}
         latency = time.perf_counter() - start
         answer = answer_of(text, cfg.protocol)

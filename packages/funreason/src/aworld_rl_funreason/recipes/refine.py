@@ -56,12 +56,20 @@ class FcdrConfig:
     deterministic: bool = option(
         True,
         help=(
-            "let the parser and tool schema decide where they can before asking the judge "
-            "(false: the judge answers every stage, as in the paper)"
+            "run the parser and tool-schema checks before the judge (they pre-filter; "
+            "rules_decide makes their passes final); false: the judge alone"
         ),
     )
+    rules_decide: bool = option(
+        False,
+        help="a rule pass is final: a parseable call list passes stage 1 and a canonical one "
+        "stage 5 without the judge (fewer calls); false: the rules only pre-filter (reject "
+        "schema violations, rewrite the format) and the judge checks every stage (the paper)",
+    )
     generate_cot: bool = option(
-        True, help="write reasoning with the teacher for samples that lack it"
+        True,
+        help="write reasoning with the teacher for samples that lack it, and again after stage "
+        "4 regenerates an answer",
     )
     cot_sees_reference: bool = option(
         False,
@@ -99,6 +107,7 @@ def fcdr_settings(f: FcdrConfig) -> FcdrSettings:
     return FcdrSettings(
         stages=tuple(f.stages),
         deterministic=f.deterministic,
+        rules_decide=f.rules_decide,
         generate_cot=f.generate_cot,
         cot_sees_reference=f.cot_sees_reference,
         answer_fail=f.answer_fail,

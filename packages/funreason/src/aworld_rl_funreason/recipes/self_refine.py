@@ -22,9 +22,9 @@ from aworld_rl_core.config import option
 from aworld_rl_core.llm.config import LLMConfig
 from aworld_rl_core.runs import Run, RunResult
 from aworld_rl_funreason.data import FcSample, read_samples, write_jsonl
-from aworld_rl_funreason.paths import resolve_path
+from aworld_rl_funreason.paths import model_source, resolve_path
 from aworld_rl_funreason.recipes.refine import FcdrConfig, fcdr_settings
-from aworld_rl_funreason.recipes.sft import LossConfig, SftDataConfig, SftRecipeConfig
+from aworld_rl_funreason.recipes.sft import SftDataConfig, SftRecipeConfig, paper_trainer
 
 ROUND_STATE = "round_state.json"
 """Written when a round ends; ``--resume`` skips the rounds that have one."""
@@ -63,7 +63,8 @@ class SelfRefineConfig:
     data: SelfRefineDataConfig = option(factory=SelfRefineDataConfig, help="data")
     model: ModelConfig = option(
         factory=lambda: ModelConfig(name_or_path="Qwen/Qwen2.5-Coder-7B-Instruct"),
-        help="the starting model M_0 (the SFT output)",
+        help="the starting model M_0: the funreason.sft run directory (its final model, "
+        "wherever the backend wrote it) or a model directory / hub id",
     )
     rounds: int = option(1, help="v1: self-refinement rounds", ge=1, resumable=True)
     t_max: int = option(10, help="v3: at most this many re-sampling rounds", ge=1, resumable=True)
@@ -93,12 +94,18 @@ class SelfRefineConfig:
         True, help="reject unparseable / schema-breaking answers without judges"
     )
     replay: bool = option(False, help="v3: also train on data.path each round (paper: new only)")
-    loss: LossConfig = option(factory=LossConfig, help="SRML loss (funreason.sft)")
     trainer: TrainerConfig = option(
-        factory=lambda: TrainerConfig(backend="hf-sft", learning_rate=4e-5, batch_size=512),
-        help="SFT backend and optimisation for every round",
+        factory=paper_trainer,
+        help="SFT backend, loss (trainer.loss=funreason.srml) and optimisation for every round "
+        "(default: funreason.sft's, max length and epochs included)",
     )
     concurrency: int = option(32, help="requests in flight")
+    demo_sampler: bool = option(
+        False,
+        help="DEMO ONLY: sample from a scripted OpenAI-compatible server the recipe starts (each "
+        "query's reference answer, every second one broken), not from the model: tries the loop "
+        "on a CPU (aworld_rl_funreason.demo)",
+    )
 
 
 def _sampler_for(cfg: SelfRefineConfig, model_path: str) -> Any:
@@ -113,90 +120,107 @@ def _sampler_for(cfg: SelfRefineConfig, model_path: str) -> Any:
 def _sft_config(cfg: SelfRefineConfig) -> SftRecipeConfig:
     return SftRecipeConfig(
         data=SftDataConfig(prompt=cfg.data.prompt, require_reasoning=False),
-        loss=cfg.loss,
         model=cfg.model,
         trainer=cfg.trainer,
     )
 
 
-async def _sample(cfg: SelfRefineConfig, model_path: str, queries: list[FcSample]) -> list[Any]:
+async def _sample(
+    cfg: SelfRefineConfig, model_path: str, queries: list[FcSample], path: Path | None = None
+) -> list[Any]:
     from aworld_rl_funreason.hdr import sample_candidates
 
     client = _sampler_for(cfg, model_path)
     try:
         return await sample_candidates(
-            client, queries, cfg.num_samples, prompt=cfg.data.prompt, concurrency=cfg.concurrency
+            client,
+            queries,
+            cfg.num_samples,
+            prompt=cfg.data.prompt,
+            concurrency=cfg.concurrency,
+            seed=cfg.sampler.seed,
+            path=path,
         )
     finally:
         await client.aclose()
 
 
-async def _filter_v1(cfg: SelfRefineConfig, candidates: list[Any], tag: str) -> list[FcSample]:
+def _verdict_key(c: Any) -> str:
+    return f"{c.source.id}#{c.index}"
+
+
+async def _filter_v1(
+    cfg: SelfRefineConfig, candidates: list[Any], tag: str, path: Path | None = None
+) -> list[FcSample]:
     """FCDR over the sampled answers; the ones that pass unchanged (an answer the judge would
-    have to rewrite no longer matches the model's reasoning, so it is not used)."""
+    have to rewrite no longer matches the model's reasoning, so it is not used). With
+    ``path`` the verdicts go to a resumable sink."""
     from aworld_rl_core.llm.factory import make_client
     from aworld_rl_funreason.fcdr.stages import refine_sample
+    from aworld_rl_funreason.hdr import run_resumable
 
     judge = make_client(cfg.judge) if cfg.fcdr.judge == "llm" else None
     settings = dataclasses.replace(
         fcdr_settings(cfg.fcdr), generate_cot=False, answer_fail="hard_pool"
     )
-    sem = asyncio.Semaphore(cfg.concurrency)
 
-    async def one(c: Any) -> Any:
-        async with sem:
-            return await refine_sample(c.as_sample(tag), judge, settings)
+    async def one(c: Any) -> dict[str, Any]:
+        out = await refine_sample(c.as_sample(tag), judge, settings)
+        kept = out.status == "kept" and bool(out.sample.reasoning)
+        return {"kept": kept, "sample": out.sample.to_dict(), "reason": out.reason}
 
     try:
-        outcomes = await asyncio.gather(*(one(c) for c in candidates))
+        verdicts = await run_resumable(candidates, _verdict_key, one, path, cfg.concurrency)
     finally:
         if judge is not None:
             await judge.aclose()
-    return [o.sample for o in outcomes if o.status == "kept" and o.sample.reasoning]
+    return [FcSample.from_dict(v["sample"]) for v in verdicts if v["kept"]]
 
 
-async def _filter_v3(cfg: SelfRefineConfig, candidates: list[Any], tag: str) -> list[FcSample]:
-    """Judge-panel vote; the first accepted answer per query."""
+async def _filter_v3(
+    cfg: SelfRefineConfig, candidates: list[Any], tag: str, path: Path | None = None
+) -> list[FcSample]:
+    """Judge-panel vote; the first accepted answer per query (``path``: a resumable sink)."""
     from aworld_rl_core.llm.factory import make_client
-    from aworld_rl_funreason.hdr import judge_candidate
+    from aworld_rl_funreason.hdr import judge_candidate, run_resumable
 
     judges = [make_client(j) for j in cfg.judges]
     if not judges:
         raise ValueError("mode=v3 needs at least one judge in `judges`")
-    sem = asyncio.Semaphore(cfg.concurrency)
 
-    async def one(c: Any) -> bool:
-        async with sem:
-            kept, _, _ = await judge_candidate(
-                c, judges, threshold=cfg.threshold, rule=cfg.vote, deterministic=cfg.deterministic
-            )
-            return kept
+    async def one(c: Any) -> dict[str, Any]:
+        kept, scores, why = await judge_candidate(
+            c, judges, threshold=cfg.threshold, rule=cfg.vote, deterministic=cfg.deterministic
+        )
+        return {"kept": kept, "scores": scores, "reason": why}
 
     try:
-        verdicts = await asyncio.gather(*(one(c) for c in candidates))
+        verdicts = await run_resumable(candidates, _verdict_key, one, path, cfg.concurrency)
     finally:
         for j in judges:
             await j.aclose()
     accepted: dict[str, FcSample] = {}
-    for c, ok in zip(candidates, verdicts, strict=True):
-        if ok and c.source.id not in accepted:
+    for c, v in zip(candidates, verdicts, strict=True):
+        if v["kept"] and c.source.id not in accepted:
             accepted[c.source.id] = c.as_sample(tag)
     return list(accepted.values())
 
 
 def _train_round(
     cfg: SelfRefineConfig, run: Run, rnd: int, samples: list[FcSample], model_path: str
-) -> str:
-    """SFT the current model on ``samples``; the new model's directory."""
+) -> tuple[str, float]:
+    """SFT the current model on ``samples``; the new model's directory and its training loss."""
     from aworld_rl_funreason.recipes.sft import train_on_samples
 
-    sub = Run(run.dir / f"round-{rnd}", name=f"{run.name}/round-{rnd}", quiet=run.quiet)
+    sub = Run(  # resumed: the round's training continues from its latest checkpoint
+        run.dir / f"round-{rnd}", name=f"{run.name}/round-{rnd}", quiet=run.quiet, resume=run.resume
+    )
     try:
         model = dataclasses.replace(cfg.model, name_or_path=model_path)
         result = train_on_samples(samples, _sft_config(cfg), sub, model=model)
     finally:
         sub.close()
-    return str(result.outputs["model"])
+    return str(result.outputs["model"]), float(result.metrics.get("train_loss", float("nan")))
 
 
 def _read(spec: str, limit: int | None) -> list[FcSample]:
@@ -205,6 +229,25 @@ def _read(spec: str, limit: int | None) -> list[FcSample]:
 
 def run(cfg: SelfRefineConfig, run: Run) -> RunResult:
     """Run the rounds; every round's new data and model land under ``round-<t>/``."""
+    if not cfg.demo_sampler:
+        return _rounds(cfg, run)
+    from aworld_rl_core.llm.scripted_server import ScriptedLLMServer
+    from aworld_rl_funreason.demo import MODEL, DemoSampler
+
+    queries = _read(cfg.data.path, cfg.data.limit) + _read(cfg.data.hard_path, cfg.data.limit)
+    with ScriptedLLMServer(DemoSampler(queries), model=MODEL) as server:
+        sampler = dataclasses.replace(
+            cfg.sampler, provider="openai", base_url=server.base_url, model=MODEL
+        )
+        run.add_section(
+            "Demo sampler",
+            "The answers were sampled from a SCRIPTED server (aworld_rl_funreason.demo: the "
+            "references, every second one broken), not from the model.",
+        )
+        return _rounds(dataclasses.replace(cfg, sampler=sampler), run)
+
+
+def _rounds(cfg: SelfRefineConfig, run: Run) -> RunResult:
     if cfg.num_samples < 1:
         raise ValueError(f"num_samples must be >= 1, got {cfg.num_samples}")
     train = _read(cfg.data.path, cfg.data.limit)
@@ -213,7 +256,7 @@ def run(cfg: SelfRefineConfig, run: Run) -> RunResult:
         raise ValueError("mode=v1 samples the training queries: set data.path")
     if cfg.mode == "v3" and not pool:
         raise ValueError("mode=v3 re-samples the hard pool: set data.hard_path")
-    model_path = cfg.model.name_or_path
+    model_path = start = model_source(cfg.model.name_or_path)  # an SFT run: its final model
     max_rounds = cfg.rounds if cfg.mode == "v1" else cfg.t_max
     history: list[dict[str, Any]] = []
     for rnd in range(1, max_rounds + 1):
@@ -229,24 +272,26 @@ def run(cfg: SelfRefineConfig, run: Run) -> RunResult:
             history.append(stats)
             continue
         tag = f"r{rnd}"
-        candidates = asyncio.run(_sample(cfg, model_path, queries))
+        # sampled answers and verdicts go to sinks: a killed round resumes without re-asking
+        candidates = asyncio.run(_sample(cfg, model_path, queries, round_dir / "samples.jsonl"))
         filt = _filter_v1 if cfg.mode == "v1" else _filter_v3
-        new = asyncio.run(filt(cfg, candidates, tag))
+        new = asyncio.run(filt(cfg, candidates, tag, round_dir / "verdicts.jsonl"))
         write_jsonl(round_dir / "new_samples.jsonl", [s.to_dict() for s in new])
         if cfg.mode == "v3":
             solved = {s.meta["sampled_from"] for s in new}
             pool = [q for q in pool if q.id not in solved]
             write_jsonl(round_dir / "hard_pool.jsonl", [q.to_dict() for q in pool])
         data = new + (train if cfg.mode == "v3" and cfg.replay and new else [])
-        trained = bool(new)
+        trained, loss = bool(new), float("nan")
         if trained:
-            model_path = _train_round(cfg, run, rnd, data, model_path)
+            model_path, loss = _train_round(cfg, run, rnd, data, model_path)
         stats = {
             "round": rnd,
             "candidates": len(candidates),
             "accepted": len(new),
             "pool_left": len(pool) if cfg.mode == "v3" else 0,
             "trained": float(trained),
+            "train_loss": loss,
         }
         history.append(stats)
         run.log({k: float(v) for k, v in stats.items() if k != "round"}, step=rnd)
@@ -265,5 +310,5 @@ def run(cfg: SelfRefineConfig, run: Run) -> RunResult:
     }
     if cfg.mode == "v3":
         metrics["pool_left"] = float(len(pool))
-    outputs = {"model": Path(model_path)} if model_path != cfg.model.name_or_path else {}
+    outputs = {"model": Path(model_path)} if model_path != start else {}
     return RunResult(metrics=metrics, outputs=outputs)

@@ -1,16 +1,21 @@
 """``funreason.sft``: SFT on refined CoT function-calling data with the SRML loss.
 
 The rows are core records (BFCL system prompt, the query, then ``<think>...</think>`` + call
-list as the assistant reply); the loss is handed to the chosen backend's loss hook (``hf-sft``
-on CPU / one GPU, ``llamafactory`` for the paper's multi-GPU setting).
+list as the assistant reply); the loss is the registered ``funreason.srml`` named by
+``trainer.loss`` (the backend resolves it: ``hf-sft`` on CPU / one GPU, ``llamafactory`` for
+the paper's multi-GPU setting).
 """
 
 from __future__ import annotations
 
+import dataclasses
+import json
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any, Literal
 
 from aworld_rl_core.backends.config import ModelConfig, SFTConfig, TrainerConfig
+from aworld_rl_core.backends.llamafactory.config import LlamaFactoryConfig
 from aworld_rl_core.config import option
 from aworld_rl_core.runs import Run, RunResult
 from aworld_rl_funreason.data import FcSample, read_samples, to_record, write_jsonl
@@ -39,37 +44,38 @@ class SftDataConfig:
     require_reasoning: bool = option(
         True, help="skip samples without reasoning (SRML needs a think part)"
     )
-
-
-@dataclass(frozen=True, kw_only=True)
-class LossConfig:
-    """The token loss."""
-
-    kind: Literal["srml", "ce"] = option(
-        "srml", help="srml: alpha-balanced think/result loss; ce: plain SFT"
-    )
-    alpha: float = option(0.7, help="weight of the reasoning part (init if learnable)")
-    learnable: bool = option(
-        False,
-        help="train alpha with the model (v3 BalanceSFT); false: fixed (v1)",
-    )
-    parametrization: Literal["sigmoid", "clamp"] = option(
-        "sigmoid", help="how a learnable alpha stays in [0, 1]"
-    )
-    reduction: Literal["per_sample", "pooled"] = option(
-        "per_sample",
-        help="part means per sample then averaged (per_sample) or over the batch (pooled)",
+    overlong: Literal["drop", "cut"] = option(
+        "drop",
+        help="a sample longer than trainer.sft.max_length: drop it (counted as "
+        "dropped_overlong; its call list would be cut off) or let the backend cut it",
     )
 
 
-def _paper_trainer() -> TrainerConfig:
-    return TrainerConfig(
+SRML = "funreason.srml"
+"""The registered loss; ``trainer.loss=funreason.srml`` + ``trainer.loss_options`` select it."""
+
+
+def srml_trainer(**fields: Any) -> TrainerConfig:
+    """A trainer section training on SRML (alpha 0.7 fixed: v1) plus ``fields``."""
+    fields.setdefault("loss_options", {"alpha": 0.7})
+    return TrainerConfig(loss=SRML, **fields)
+
+
+ZERO3 = "aworld_rl_funreason:configs/deepspeed/zero3.json"
+"""DeepSpeed ZeRO-3 for LLaMA-Factory (``trainer.llamafactory.deepspeed``), shipped with us."""
+
+
+def paper_trainer() -> TrainerConfig:
+    """The paper's SFT setting (batch 512, lr 4e-5, warm-up 0.05, 8 GPUs) through LLaMA-Factory
+    with ZeRO-3; epochs (3) and max length (8192) are not stated first-hand."""
+    return srml_trainer(
         backend="llamafactory",
         learning_rate=4e-5,
         batch_size=512,
-        micro_batch_size=4,
+        micro_batch_size=2,
         epochs=3.0,
         sft=SFTConfig(max_length=8192, warmup_ratio=0.05, per_turn=True),
+        llamafactory=LlamaFactoryConfig(nproc_per_node=8, deepspeed=ZERO3),
     )
 
 
@@ -78,29 +84,20 @@ class SftRecipeConfig:
     """FunReason SFT: refined data, SRML loss, the chosen backend."""
 
     data: SftDataConfig = option(factory=SftDataConfig, help="training data")
-    loss: LossConfig = option(factory=LossConfig, help="SRML loss")
     model: ModelConfig = option(
         factory=lambda: ModelConfig(name_or_path="Qwen/Qwen2.5-Coder-7B-Instruct"),
         help="base model (paper: Qwen2.5-Coder-7B-Instruct)",
     )
-    trainer: TrainerConfig = option(
-        factory=_paper_trainer,
-        help="backend and optimisation (paper: batch 512, lr 4e-5, warm-up 0.05)",
+    dry_run: bool = option(
+        False,
+        help="print the launch (LLaMA-Factory arguments, DeepSpeed config, command) and a "
+        "per-GPU memory estimate; train nothing",
     )
-
-
-def make_loss(cfg: LossConfig) -> Any:
-    """The loss for the backend (None: the backend's own cross-entropy; ``trainer.loss``, when
-    set, names the loss instead of this section)."""
-    if cfg.kind == "ce":
-        return None
-    from aworld_rl_funreason.loss import SRMLLoss
-
-    return SRMLLoss(
-        cfg.alpha,
-        learnable=cfg.learnable,
-        parametrization=cfg.parametrization,
-        reduction=cfg.reduction,
+    trainer: TrainerConfig = option(
+        factory=paper_trainer,
+        help="backend, loss (trainer.loss=funreason.srml, trainer.loss_options.alpha=0.7, "
+        "learnable=true for v3; trainer.loss=null: plain cross-entropy) and optimisation "
+        "(paper: batch 512, lr 4e-5, warm-up 0.05)",
     )
 
 
@@ -123,27 +120,125 @@ def train_on_samples(
             f"no training rows: {len(samples)} samples, {skipped} without reasoning "
             "(set data.require_reasoning=false or refine with fcdr.generate_cot=true)"
         )
+    overlong = 0
+    if cfg.data.overlong == "drop" and not cfg.dry_run:
+        rows, overlong = drop_overlong(rows, model or cfg.model, cfg.trainer)
+        if not rows:
+            raise ValueError(
+                f"every sample is longer than trainer.sft.max_length={cfg.trainer.sft.max_length}"
+            )
     write_jsonl(run.dir / "sft_rows.jsonl", rows)
     job = TrainJob(
         model=model or cfg.model,
-        trainer=cfg.trainer,
+        trainer=with_deepspeed_path(cfg.trainer),
         run=run,
         train_rows=rows,
-        loss=None if cfg.trainer.loss else make_loss(cfg.loss),
     )
+    if cfg.dry_run:
+        return dry_run(job)
     result = get_trainer(cfg.trainer.backend)().train(job)
     metrics = {
         **result.metrics,
         "sft_rows": float(len(rows)),
         "skipped_no_reasoning": float(skipped),
+        "dropped_overlong": float(overlong),
     }
-    loss: Any = job.loss  # SRML: a module with a learnable alpha
-    if loss is not None:
-        metrics["loss_alpha"] = loss.alpha_value()
-    elif "loss_alpha" in result.metrics:
-        metrics["loss_alpha"] = result.metrics["loss_alpha"]
     return RunResult(
         metrics=metrics, outputs=dict(result.outputs), checkpoints=list(result.checkpoints)
+    )
+
+
+def drop_overlong(
+    rows: list[dict[str, Any]], model: ModelConfig, trainer: TrainerConfig
+) -> tuple[list[dict[str, Any]], int]:
+    """The rows whose tokenized samples (core's ``sft_data``, the model's tokenizer and chat
+    template) fit ``trainer.sft.max_length``, and how many were dropped."""
+    from aworld_rl_core.backends.sft_data import build_samples
+    from aworld_rl_core.models import load_tokenizer
+
+    tokenizer, limit = load_tokenizer(model), trainer.sft.max_length
+    keep = []
+    for row in rows:
+        samples, _ = build_samples(
+            [row], tokenizer, max_length=2**31, per_turn=trainer.sft.per_turn
+        )
+        if all(len(s.input_ids) <= limit for s in samples):
+            keep.append(row)
+    return keep, len(rows) - len(keep)
+
+
+def with_deepspeed_path(trainer: TrainerConfig) -> TrainerConfig:
+    """``trainer`` with a ``package:rel/path`` DeepSpeed config resolved to a file path."""
+    spec = trainer.llamafactory.deepspeed
+    if not spec:
+        return trainer
+    lf = dataclasses.replace(trainer.llamafactory, deepspeed=str(resolve_path(spec)))
+    return dataclasses.replace(trainer, llamafactory=lf)
+
+
+def memory_estimate(job: Any) -> dict[str, float]:
+    """Per-GPU GiB of this job (core's ``backends.memory``): ZeRO-3 when its DeepSpeed config
+    says stage 3; LLaMA-Factory checkpoints activations unless told not to, hf-sft does not."""
+    from aworld_rl_core.backends.memory import model_shape, sft_memory_per_gpu
+
+    trainer = job.trainer
+    lf = trainer.llamafactory
+    on_lf = trainer.backend == "llamafactory"
+    stage = 0
+    if on_lf and lf.deepspeed:
+        stage = json.loads(Path(lf.deepspeed).read_text(encoding="utf-8"))["zero_optimization"][
+            "stage"
+        ]
+    return sft_memory_per_gpu(
+        model_shape(job.model.name_or_path),
+        gpus=lf.nproc_per_node if on_lf else 1,
+        micro_batch=trainer.micro_batch_size,
+        seq_len=trainer.sft.max_length,
+        zero3=stage == 3,
+        gradient_checkpointing=on_lf
+        and not lf.extra_args.get("disable_gradient_checkpointing", False),
+    )
+
+
+def dry_run(job: Any) -> RunResult:
+    """Print and save (``launch.md``) what the job would launch, with the memory estimate."""
+    import yaml
+
+    from aworld_rl_core.backends.llamafactory.launch import build_train_args, command
+
+    trainer, run = job.trainer, job.run
+    lines = [f"# funreason.sft dry run ({trainer.backend})", ""]
+    if trainer.backend == "llamafactory":
+        lf = trainer.llamafactory
+        args = build_train_args(
+            job, run.dir / "llamafactory" / "data", has_eval=False, resume_from=None
+        )
+        cmd = command(lf.python or "python", lf.nproc_per_node, run.dir / "llamafactory/spec.json")
+        lines += ["## command", "", "    " + " ".join(map(str, cmd)), ""]
+        lines += [
+            "## LLaMA-Factory arguments",
+            "",
+            "```yaml",
+            yaml.safe_dump(args, sort_keys=False),
+            "```",
+        ]
+        if lf.deepspeed:
+            lines += [
+                "## DeepSpeed config",
+                "",
+                "```json",
+                Path(lf.deepspeed).read_text(encoding="utf-8"),
+                "```",
+            ]
+    memory = memory_estimate(job)
+    lines += ["## memory per GPU (estimate, GiB)", "", "| part | GiB |", "|---|---|"]
+    lines += [f"| {k.removesuffix('_gib')} | {v:.1f} |" for k, v in memory.items()]
+    text = "\n".join(lines) + "\n"
+    (run.dir / "launch.md").write_text(text, encoding="utf-8")
+    print(text)
+    return RunResult(
+        metrics={f"memory/{k}": v for k, v in memory.items()},
+        outputs={"launch": run.dir / "launch.md"},
     )
 
 

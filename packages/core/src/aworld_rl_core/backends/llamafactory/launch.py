@@ -136,7 +136,7 @@ def build_train_args(
         "gradient_accumulation_steps": plan.accumulation,
         "learning_rate": trainer.learning_rate,
         "max_steps": plan.steps,
-        "dataloader_drop_last": plan.drop_last,  # a partial last batch is dropped (batching's rule)
+        "dataloader_drop_last": True,  # a partial last batch is dropped (batching's rule)
         "lr_scheduler_type": sft.lr_scheduler,
         "warmup_ratio": sft.warmup_ratio,
         "weight_decay": trainer.weight_decay,
