@@ -6,7 +6,7 @@ class TestCorePlugin(PluginContract):
     expected = {
         "trainers": ["trl", "hf-sft", "verl", "llamafactory"],
         "recipes": ["core.bfcl-check", "core.grpo"],
-        "environments": ["core.toy-lowercase"],
+        "environments": ["core.toy-lowercase", "core.toy-counter"],
         "rewards": ["core.toy-lowercase"],
         "datasets": ["core.toy-tasks"],
     }

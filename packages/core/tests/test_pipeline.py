@@ -167,7 +167,7 @@ def test_stages_per_record_seeds_per_attempt_and_clients_for_the_engine():
 
 def test_kill_9_then_resume_loses_and_duplicates_nothing(tmp_path):
     path, n = tmp_path / "pipeline.jsonl", 60
-    script = HERE / "support" / "pipeline_script.py"
+    script = HERE / "llm" / "pipeline_script.py"
     env = {**os.environ, "PYTHONPATH": str(HERE.parents[0] / "src")}
 
     def start(base_url):

@@ -11,7 +11,7 @@ import pytest
 from aworld_rl_core.records import (
     RecordError,
     ToolUseRecord,
-    bfcl_schema,
+    bfcl_function_to_tool,
     from_bfcl,
     read_jsonl,
     to_sharegpt,
@@ -394,23 +394,36 @@ def _types(node) -> set[str]:
     return set()
 
 
-def test_bfcl_schema_maps_nested_types_and_drops_any():
-    schema = {
-        "type": "dict",
-        "properties": {
-            "xs": {"type": "tuple", "items": {"type": "float"}},
-            "v": {"type": "any", "description": "anything"},
+def test_bfcl_function_to_tool_is_bfcls_own_conversion():
+    """One BFCL-to-JSON-Schema converter: records get exactly what BFCL's FC handlers build
+    (tooluse.bfcl.schemas, checked against bfcl-eval there), with the names' dots kept."""
+    pytest.importorskip("bfcl_eval")
+    from aworld_rl_core.tooluse.bfcl.schemas import to_openai_tools
+
+    doc = {
+        "name": "geo.distance",
+        "parameters": {
+            "type": "dict",
+            "properties": {
+                "xs": {"type": "tuple", "items": {"type": "float"}},
+                "v": {"type": "any", "description": "anything"},
+            },
         },
     }
-    assert bfcl_schema(schema) == {
-        "type": "object",
-        "properties": {
-            "xs": {"type": "array", "items": {"type": "number"}},
-            "v": {"description": "anything"},
-        },
+    tool = bfcl_function_to_tool(doc)
+    assert tool["function"]["name"] == "geo.distance"
+    assert tool["function"]["parameters"] == to_openai_tools([doc])[0]["function"]["parameters"]
+    assert tool["function"]["parameters"]["properties"]["xs"] == {
+        "type": "array",
+        "items": {"type": "number"},
     }
-    with pytest.raises(RecordError, match="unknown BFCL parameter type 'matrix'"):
-        bfcl_schema({"type": "matrix"})
+    assert doc["parameters"]["type"] == "dict"  # the doc itself is left untouched
+    with pytest.raises(RecordError, match="needs a 'name'"):
+        bfcl_function_to_tool({"parameters": {}})
+    boolean = {"type": "dict", "properties": {"b": {"type": "Boolean"}}}  # simple_javascript's
+    assert bfcl_function_to_tool({"name": "f", "parameters": boolean})["function"]["parameters"][
+        "properties"
+    ]["b"] == {"type": "string"}  # as BFCL's FC handlers send it
 
 
 def test_from_bfcl_multi_turn_keeps_pending_turns_and_needs_function_docs():

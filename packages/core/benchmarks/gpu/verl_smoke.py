@@ -6,10 +6,11 @@ One command, one GPU, a few minutes (budget: under 10 minutes on one H200)::
         python packages/core/benchmarks/gpu/verl_smoke.py --out "$OUT"
 
 Needs a GPU image with ``aworld-rl-core[verl]`` and a rollout engine (``verl[vllm]==0.9.1``).
-The task: bring a counter to a target by answering ``add N`` (the environment answers
-``value=V`` until the target is reached; reward 1.0 then). Rollouts run through our
-``aworld_env`` agent loop, rewards come from the environment. The script checks that verl ran
-the steps, logged rewards and wrote a checkpoint, and writes ``verl_smoke.json`` to ``--out``.
+The task: core's counter game (``core.toy-counter``: bring a counter to a target by answering
+``add N``; the environment answers ``value=V`` until the target is reached; reward 1.0 then).
+Rollouts run through our ``aworld_env`` agent loop, rewards come from the environment. The
+script checks that verl ran the steps, logged rewards and wrote a checkpoint, and writes
+``verl_smoke.json`` to ``--out``.
 """
 
 from __future__ import annotations
@@ -17,42 +18,8 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import re
-import sys
 import time
 from pathlib import Path
-from typing import Any
-
-_ADD = re.compile(r"add\s+(-?\d+)")
-
-
-class CounterEnv:
-    """Bring a counter from 0 to ``target``, one ``add N`` per turn."""
-
-    def __init__(self, row: dict[str, Any]) -> None:
-        self.target = int(row["target"])
-        self.value = 0
-
-    def reset(self) -> list[dict[str, Any]]:
-        self.value = 0
-        text = f"A counter starts at 0. Bring it to {self.target}. Answer with: add N"
-        return [{"role": "user", "content": text}]
-
-    def step(self, model_text: str) -> Any:
-        from aworld_rl_core.environment import Step
-
-        match = _ADD.search(model_text)
-        if match is None:
-            return Step([{"role": "user", "content": "Answer with: add N"}], reward=-0.1)
-        self.value += int(match.group(1))
-        if self.value == self.target:
-            return Step([], reward=1.0, done=True, info={"value": self.value})
-        return Step(
-            [{"role": "user", "content": f"value={self.value}"}], info={"value": self.value}
-        )
-
-    def close(self) -> None:
-        pass
 
 
 def main() -> int:
@@ -100,17 +67,13 @@ def main() -> int:
             ),
         ),
     )
-    sys.path.insert(0, str(Path(__file__).parent))  # Ray workers import this module
-    os.environ["PYTHONPATH"] = os.pathsep.join(
-        [str(Path(__file__).parent), os.environ.get("PYTHONPATH", "")]
-    )
     run = Run(out / "run", name="verl-smoke", quiet=True)
     job = TrainJob(
         model=ModelConfig(name_or_path=args.model),
         trainer=trainer,
         run=run,
         train_rows=rows,
-        env=CounterEnv,
+        env="core.toy-counter",
     )
     started = time.time()
     result = VerlBackend().train(job)
@@ -133,8 +96,4 @@ def main() -> int:
 
 
 if __name__ == "__main__":
-    # Re-import as a module so CounterEnv is importable by name in verl's Ray workers.
-    sys.path.insert(0, str(Path(__file__).parent))
-    import verl_smoke
-
-    raise SystemExit(verl_smoke.main())
+    raise SystemExit(main())

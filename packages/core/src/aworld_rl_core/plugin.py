@@ -16,6 +16,11 @@ def register_environments(register):
         help="toy multi-turn game: reply in lowercase words",
     )
     register(
+        "core.toy-counter",
+        "aworld_rl_core.envs.toy:CounterEnv",
+        help="toy multi-turn game: bring a counter to the row's target with 'add N'",
+    )
+    register(
         "core.bfcl-multi-turn",
         "aworld_rl_core.tooluse.bfcl.environment:env_from_row",
         help="a BFCL multi-turn entry (row: bfcl_entry or entry_id; binary/progress reward)",

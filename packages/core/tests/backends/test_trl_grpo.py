@@ -104,7 +104,7 @@ def test_rows_without_environment_are_one_turn_episodes(model_dir, tmp_path, mon
         make_job(tmp_path, model_dir, rl=ROOMY),
         env=None,
         rewards=[recording_reward],
-        train_rows=rows,
+        train_rows=rows * 2,  # one full batch (trainer.batch_size=2): the partial one is dropped
     )
     trainer, _ = trl_grpo.TrlGrpoBackend().build_trainer(job)
     scripted = ScriptedGenerator(ChatCodec(trainer.processing_class), ["hello there"])
@@ -200,8 +200,14 @@ def test_rejects_what_it_cannot_train(tmp_path):
         trl_grpo.check_job(job(reward_weights=[1.0, 2.0]))
     with pytest.raises(ValueError, match="no training rows"):
         trl_grpo.check_job(job(train_rows=[]))
-    layout = trl_grpo.BatchLayout.of(batch_size=4, group_size=8, micro_batch_size=8)
-    assert (layout.per_device_batch, layout.accumulation_steps) == (8, 4)
+    from aworld_rl_core.backends.batching import plan_batches
+
+    layout = plan_batches(
+        TrainerConfig(batch_size=4, micro_batch_size=8, rl=RLConfig(group_size=8)),
+        n_rows=4,
+        rl=True,
+    )
+    assert (layout.micro_batch, layout.accumulation) == (8, 4)
 
 
 @pytest.mark.slow

@@ -117,6 +117,40 @@ def test_dry_run_overrides_follow_the_config(tmp_path):
     assert o["trainer.logger"] == "[console,file]"
 
 
+def test_ppo_fields_give_gae_a_critic_and_the_kl_in_the_reward(tmp_path):
+    from aworld_rl_core.backends.verl.config import CriticConfig
+
+    grpo = overrides_of(VerlBackend().train(make_job(tmp_path / "g", trainer())).outputs["launch"])
+    assert grpo["algorithm.use_kl_in_reward"] == "false"
+    assert not [k for k in grpo if k.startswith(("critic.", "algorithm.kl_ctrl"))]  # no critic
+    critic = CriticConfig(learning_rate=1e-5, warmup_ratio=0.015, micro_batch_size=8)
+    cfg = trainer(
+        adv_estimator="gae", gamma=0.99, lam=0.95, kl_in_reward=True, actor_warmup_ratio=0.285,
+        critic=critic,
+    )  # fmt: skip
+    o = overrides_of(VerlBackend().train(make_job(tmp_path / "p", cfg)).outputs["launch"])
+    expected = {
+        "algorithm.adv_estimator": "gae",
+        "algorithm.gamma": "0.99",
+        "algorithm.lam": "0.95",
+        "algorithm.use_kl_in_reward": "true",
+        "algorithm.kl_penalty": "kl",
+        "algorithm.kl_ctrl.type": "fixed",
+        "algorithm.kl_ctrl.kl_coef": "0.001",
+        "actor_rollout_ref.actor.optim.lr_warmup_steps_ratio": "0.285",
+        "actor_rollout_ref.actor.ppo_epochs": "1",
+        "critic.model.path": "Qwen/Qwen2.5-0.5B-Instruct",
+        "critic.optim.lr": "1e-05",
+        "critic.optim.lr_warmup_steps_ratio": "0.015",
+        "critic.ppo_mini_batch_size": "4",
+        "critic.ppo_micro_batch_size_per_gpu": "8",
+        "critic.cliprange_value": "0.5",
+        "trainer.critic_warmup": "0",
+    }
+    assert {k: o.get(k) for k in expected} == expected
+    assert "algorithm.kl_ctrl.target_kl" not in o  # only the adaptive controller has a target
+
+
 def test_extra_overrides_come_last_and_single_turn_rows_use_verl_loop(tmp_path):
     cfg = trainer(extra_overrides=("trainer.val_before_train=true",))
     result = VerlBackend().train(make_job(tmp_path, cfg, env=None))

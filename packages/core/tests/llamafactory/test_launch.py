@@ -53,19 +53,6 @@ def test_train_args_lora_resume_and_template_from_tokenizer(tmp_path):
     assert "eval_dataset" not in args
 
 
-@pytest.mark.parametrize(
-    ("batch", "micro", "procs", "expected"), [(8, 2, 1, 4), (8, 2, 2, 2), (4, 4, 1, 1)]
-)
-def test_grad_accumulation(batch, micro, procs, expected):
-    assert launch.grad_accumulation(batch, micro, procs) == expected
-
-
-@pytest.mark.parametrize(("batch", "micro", "procs"), [(6, 4, 1), (2, 4, 1), (4, 2, 4), (4, 0, 1)])
-def test_grad_accumulation_rejects_uneven_batches(batch, micro, procs):
-    with pytest.raises(LlamaFactoryError, match="multiple of"):
-        launch.grad_accumulation(batch, micro, procs)
-
-
 def test_tokenizer_and_chat_template_overrides_are_refused(tmp_path):
     from dataclasses import replace
 

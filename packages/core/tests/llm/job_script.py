@@ -11,15 +11,20 @@ import sys
 from aworld_rl_core.llm import JsonlSink, OpenAIClient, RetryPolicy, run_jobs_sync
 
 
-def main() -> None:
-    base_url, sink_path, n = sys.argv[1], sys.argv[2], int(sys.argv[3])
-    client = OpenAIClient(
+def scripted_client(base_url: str) -> OpenAIClient:
+    """The client of the kill -9 jobs: four calls in flight, quick retries."""
+    return OpenAIClient(
         base_url=base_url,
         model="scripted-model",
         api_key_env=None,
         concurrency=4,
         retry=RetryPolicy(max_retries=2, base_delay_s=0.05),
     )
+
+
+def main() -> None:
+    base_url, sink_path, n = sys.argv[1], sys.argv[2], int(sys.argv[3])
+    client = scripted_client(base_url)
 
     async def ask(item: dict) -> dict:
         reply = await client.chat([{"role": "user", "content": item["q"]}], temperature=0.0)

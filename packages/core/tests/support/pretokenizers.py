@@ -28,27 +28,46 @@ CORPUS = [
 ] * 40
 
 
-def pretokenized_bpe(pattern: str, chat_template: str) -> Any:
-    """A ``PreTrainedTokenizerFast`` with the given split pattern (ChatML special tokens)."""
+def byte_level_bpe(
+    corpus: list[str],
+    *,
+    vocab_size: int,
+    pattern: str | None = None,
+    added: tuple[str, ...] = (),
+) -> Any:
+    """A byte-level BPE ``PreTrainedTokenizerFast`` trained on ``corpus`` (ChatML special
+    tokens plus ``added`` ones); ``pattern`` splits before the byte-level step (default: the
+    byte-level pre-tokenizer's own GPT-2 split)."""
     from tokenizers import Regex, Tokenizer, decoders, models, pre_tokenizers, trainers
     from transformers import PreTrainedTokenizerFast
 
     bpe = Tokenizer(models.BPE(unk_token=None))
-    bpe.pre_tokenizer = pre_tokenizers.Sequence(
-        [
-            pre_tokenizers.Split(Regex(pattern), behavior="isolated"),
-            pre_tokenizers.ByteLevel(add_prefix_space=False, use_regex=False),
-        ]
-    )
+    if pattern is None:
+        bpe.pre_tokenizer = pre_tokenizers.ByteLevel(add_prefix_space=False)
+    else:
+        bpe.pre_tokenizer = pre_tokenizers.Sequence(
+            [
+                pre_tokenizers.Split(Regex(pattern), behavior="isolated"),
+                pre_tokenizers.ByteLevel(add_prefix_space=False, use_regex=False),
+            ]
+        )
     bpe.decoder = decoders.ByteLevel()
     trainer = trainers.BpeTrainer(
-        vocab_size=600,
-        special_tokens=SPECIAL,
+        vocab_size=vocab_size,
+        special_tokens=[*SPECIAL, *added],
         initial_alphabet=pre_tokenizers.ByteLevel.alphabet(),
     )
-    bpe.train_from_iterator(CORPUS, trainer)
-    tok = PreTrainedTokenizerFast(
-        tokenizer_object=bpe, eos_token="<|im_end|>", pad_token="<|endoftext|>"
+    bpe.train_from_iterator(corpus, trainer)
+    return PreTrainedTokenizerFast(
+        tokenizer_object=bpe,
+        eos_token="<|im_end|>",
+        pad_token="<|endoftext|>",
+        additional_special_tokens=list(added),
     )
+
+
+def pretokenized_bpe(pattern: str, chat_template: str) -> Any:
+    """A tokenizer with the given split pattern, the tags learnt by BPE (not added tokens)."""
+    tok = byte_level_bpe(CORPUS, vocab_size=600, pattern=pattern)
     tok.chat_template = chat_template
     return tok

@@ -10,10 +10,12 @@ from __future__ import annotations
 import itertools
 from pathlib import Path
 
+from pretokenizers import byte_level_bpe
+from tokenizers import processors
+
 from aworld_rl_core.envs.toy import INSTRUCTION, TOPICS
 from aworld_rl_core.models import chat_template
 
-SPECIAL = ["<|endoftext|>", "<|im_start|>", "<|im_end|>"]
 ADDED = ["<think>", "</think>", "<tool_call>", "</tool_call>"]
 ADDED += ["<tool_response>", "</tool_response>"]
 _WORD_TEXT = """
@@ -35,51 +37,12 @@ def _corpus() -> list[str]:
 
 def small_vocab_model_dir(directory: Path, *, vocab_size: int = 384, seed: int = 0) -> Path:
     """Write the tokenizer and a random 2-layer Qwen3 (hidden 32) to ``directory``."""
-    import torch
-    from tokenizers import Tokenizer, decoders, models, pre_tokenizers, processors, trainers
-    from transformers import (
-        GenerationConfig,
-        PreTrainedTokenizerFast,
-        Qwen3Config,
-        Qwen3ForCausalLM,
-    )
+    from aworld_rl_core.models import tiny_causal_lm
 
-    bpe = Tokenizer(models.BPE(unk_token=None))
-    bpe.pre_tokenizer = pre_tokenizers.ByteLevel(add_prefix_space=False)
-    bpe.decoder = decoders.ByteLevel()
-    trainer = trainers.BpeTrainer(
-        vocab_size=vocab_size,
-        special_tokens=SPECIAL + ADDED,
-        initial_alphabet=pre_tokenizers.ByteLevel.alphabet(),
-    )
-    bpe.train_from_iterator(_corpus(), trainer)
-    bpe.post_processor = processors.ByteLevel(trim_offsets=False)
-    tok = PreTrainedTokenizerFast(
-        tokenizer_object=bpe,
-        eos_token="<|im_end|>",
-        pad_token="<|endoftext|>",
-        additional_special_tokens=ADDED,
-    )
+    tok = byte_level_bpe(_corpus(), vocab_size=vocab_size, added=tuple(ADDED))
+    tok.backend_tokenizer.post_processor = processors.ByteLevel(trim_offsets=False)
     tok.chat_template = chat_template()
-    config = Qwen3Config(
-        vocab_size=len(tok),
-        hidden_size=32,
-        intermediate_size=64,
-        num_hidden_layers=2,
-        num_attention_heads=4,
-        num_key_value_heads=2,
-        head_dim=8,
-        max_position_embeddings=1024,
-        tie_word_embeddings=True,
-        eos_token_id=tok.eos_token_id,
-        pad_token_id=tok.pad_token_id,
-        bos_token_id=None,
-    )
-    torch.manual_seed(seed)
-    model = Qwen3ForCausalLM(config)
-    model.generation_config = GenerationConfig(
-        eos_token_id=tok.eos_token_id, pad_token_id=tok.pad_token_id
-    )
+    model = tiny_causal_lm(tok, arch="qwen3", seed=seed)
     directory.mkdir(parents=True, exist_ok=True)
     model.save_pretrained(directory)
     tok.save_pretrained(directory)

@@ -101,6 +101,6 @@ def test_rows_with_an_inline_entry_and_a_prompt():
 def test_registered_by_core():
     factory = registry.get_environment("core.bfcl-multi-turn")
     assert (
-        factory({"entry_id": "multi_turn_base_1"}, protocol="funreason").entry.id
+        factory({"entry_id": "multi_turn_base_1"}, protocol="think_python").entry.id
         == "multi_turn_base_1"
     )

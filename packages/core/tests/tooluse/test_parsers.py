@@ -6,11 +6,11 @@ from aworld_rl_core.tooluse import (
     Call,
     ParsedResponse,
     get_parser,
-    parse_envtuning,
-    parse_funreason,
-    parse_funreason_mt,
     parse_hermes,
     parse_response,
+    parse_think_json,
+    parse_think_python,
+    parse_think_tool_python,
     protocol_names,
 )
 
@@ -29,12 +29,12 @@ ET_CALL = (
 
 
 def test_envtuning_tool_call_and_answer():
-    r = parse_envtuning(ET_CALL)
-    assert r == ParsedResponse("go to document", [CD, LS], None, [], ET_CALL, "envtuning")
+    r = parse_think_json(ET_CALL)
+    assert r == ParsedResponse("go to document", [CD, LS], None, [], ET_CALL, "think_json")
     assert r.ok and r.has_calls
     assert r.call_strings() == ["cd(folder='document')", "ls(a=True)"]
     text = "  <think>\nall done\n</think>\n\n<answer> The file is moved. </answer>\n"
-    r = parse_envtuning(text)
+    r = parse_think_json(text)
     assert (r.reasoning, r.calls, r.answer, r.errors) == ("all done", [], "The file is moved.", [])
 
 
@@ -85,21 +85,21 @@ def test_envtuning_tool_call_and_answer():
     ],
 )
 def test_envtuning_format_errors(text, errors):
-    r = parse_envtuning(text)
+    r = parse_think_json(text)
     assert r.errors == errors
     assert not r.ok
 
 
 def test_envtuning_keeps_what_it_could_read_when_invalid():
-    r = parse_envtuning("hello " + ET_CALL)
+    r = parse_think_json("hello " + ET_CALL)
     assert r.errors == ["text outside the tags"]
     assert r.calls == [CD, LS]  # readable, but the caller must not act on it (r.ok is False)
 
 
 def test_envtuning_configurable_tags_read_released_data():
     text = "<thinking>plan</thinking><answer>ok</answer>"
-    assert not parse_envtuning(text).ok
-    r = parse_envtuning(text, think_tag="thinking")
+    assert not parse_think_json(text).ok
+    r = parse_think_json(text, think_tag="thinking")
     assert (r.ok, r.reasoning, r.answer) == (True, "plan", "ok")
 
 
@@ -110,7 +110,7 @@ def test_envtuning_configurable_tags_read_released_data():
 
 def test_funreason_call_list_after_think():
     text = "<think>\nneed the word\n</think>\n\n[get_random_word(verbeconjugue=True, minlong='7')]"
-    r = parse_funreason(text)
+    r = parse_think_python(text)
     assert r.ok
     assert r.reasoning == "need the word"
     assert r.calls == [Call("get_random_word", {"verbeconjugue": True, "minlong": "7"})]
@@ -118,25 +118,25 @@ def test_funreason_call_list_after_think():
 
 
 def test_funreason_reply_positional_and_errors():
-    r = parse_funreason("<think>irrelevant</think> I cannot do that with these tools.")
+    r = parse_think_python("<think>irrelevant</think> I cannot do that with these tools.")
     assert (r.ok, r.calls, r.answer) == (True, [], "I cannot do that with these tools.")
-    r = parse_funreason("<think>x</think>[sort('a.pdf')]", signatures={"sort": ["file_name"]})
+    r = parse_think_python("<think>x</think>[sort('a.pdf')]", signatures={"sort": ["file_name"]})
     assert r.calls == [Call("sort", {"file_name": "a.pdf"})]
-    r = parse_funreason("[f(a=1)]")
+    r = parse_think_python("[f(a=1)]")
     assert (r.errors, r.calls) == (["missing <think>...</think>"], [Call("f", {"a": 1})])
-    assert parse_funreason("[f(a=1)]", require_think=False).ok
-    r = parse_funreason("<think>x</think>[f(a=g())]")
+    assert parse_think_python("[f(a=1)]", require_think=False).ok
+    r = parse_think_python("<think>x</think>[f(a=g())]")
     assert r.errors == ["call list: argument values must be literals; got a Call: g()"]
-    assert parse_funreason("<think>x</think>").errors == [
+    assert parse_think_python("<think>x</think>").errors == [
         "nothing after </think>: expected a call list or a reply"
     ]
-    assert parse_funreason("oops <think>x</think>[f()]").errors == ["text before <think>"]
+    assert parse_think_python("oops <think>x</think>[f()]").errors == ["text before <think>"]
 
 
 def test_funreason_think_opened_in_prompt():
     text = "the plan</think>\n[f(a=1)]"
-    assert not parse_funreason(text).ok
-    r = parse_funreason(text, think_in_prompt=True)
+    assert not parse_think_python(text).ok
+    r = parse_think_python(text, think_in_prompt=True)
     assert (r.ok, r.reasoning, r.calls) == (True, "the plan", [Call("f", {"a": 1})])
 
 
@@ -147,18 +147,18 @@ def test_funreason_think_opened_in_prompt():
 
 def test_funreason_mt_python_tool_call_and_answer():
     text = '<think> look around </think> <tool_call> [pwd(), find(path=".")] </tool_call>'
-    r = parse_funreason_mt(text)
+    r = parse_think_tool_python(text)
     assert r.ok and r.calls == [Call("pwd"), Call("find", {"path": "."})]
-    r = parse_funreason_mt("<think>done</think>\n<answer>All files sorted.</answer>")
+    r = parse_think_tool_python("<think>done</think>\n<answer>All files sorted.</answer>")
     assert (r.ok, r.calls, r.answer) == (True, [], "All files sorted.")
     both = "<think>x</think><tool_call>[pwd()]</tool_call><answer>a</answer>"
-    assert parse_funreason_mt(both).ok
-    assert parse_funreason_mt(both, allow_both=False).errors == [
+    assert parse_think_tool_python(both).ok
+    assert parse_think_tool_python(both, allow_both=False).errors == [
         "has both <tool_call> and <answer>; use exactly one"
     ]
-    r = parse_funreason_mt('<think>x</think><tool_call>[{"name": "pwd"}]</tool_call>')
+    r = parse_think_tool_python('<think>x</think><tool_call>[{"name": "pwd"}]</tool_call>')
     assert r.errors[0].startswith("<tool_call>: list element is a Dict")
-    r = parse_funreason_mt("<think>x</think><tool_call>pwd()</tool_call>")
+    r = parse_think_tool_python("<think>x</think><tool_call>pwd()</tool_call>")
     assert r.errors == ["<tool_call>: <tool_call> must hold a python list of calls"]
 
 
@@ -207,24 +207,24 @@ def test_hermes_errors(text, error):
 
 
 def test_registry_names_and_lookup():
-    assert protocol_names() == ["envtuning", "funreason", "funreason_mt", "hermes"]
-    parse = get_parser("envtuning", think_tag="thinking")
+    assert protocol_names() == ["hermes", "think_json", "think_python", "think_tool_python"]
+    parse = get_parser("think_json", think_tag="thinking")
     assert parse("<thinking>a</thinking><answer>b</answer>").ok
-    assert parse_response(ET_CALL, "envtuning").calls == [CD, LS]
+    assert parse_response(ET_CALL, "think_json").calls == [CD, LS]
 
 
 def test_registry_rejects_bad_names_and_options():
-    with pytest.raises(ValueError, match="did you mean 'funreason_mt'"):
-        get_parser("funreason-mt")
+    with pytest.raises(ValueError, match="did you mean 'think_tool_python'"):
+        get_parser("think-tool-python")
     with pytest.raises(ValueError, match="has no option 'signatures'"):
-        get_parser("envtuning", signatures={})
+        get_parser("think_json", signatures={})
     with pytest.raises(ValueError, match="not a valid tag name"):
         get_parser("hermes", call_tag="tool call")
     with pytest.raises(ValueError, match="tag names must differ"):
-        parse_envtuning("x", think_tag="answer")
+        parse_think_json("x", think_tag="answer")
 
 
-@pytest.mark.parametrize("protocol", ["envtuning", "funreason", "funreason_mt", "hermes"])
+@pytest.mark.parametrize("protocol", ["think_json", "think_python", "think_tool_python", "hermes"])
 @pytest.mark.parametrize("text", [None, 42, b"<think>", "", "<", "</", "<<think>>", "\x00" * 10])
 def test_parsers_never_raise_on_model_text(protocol, text):
     r = parse_response(text, protocol)

@@ -60,7 +60,7 @@ def test_corpus_covers_every_protocol():
     assert len(names) == len(set(names)) >= 40
 
 
-@pytest.mark.parametrize("protocol", ["envtuning", "funreason", "funreason_mt", "hermes"])
+@pytest.mark.parametrize("protocol", ["think_json", "think_python", "think_tool_python", "hermes"])
 def test_hostile_responses_yield_errors_through_every_parser(protocol, sandbox):
     sentinel, _, dispatcher = sandbox
     not_refused = []

@@ -256,8 +256,8 @@ def tiny_model_path(tmp_path_factory):
         return tiny_model_dir("qwen3")
 
 
-def test_verl_worker_batches_our_episodes(verl_compose, toy_registry, tiny_model_path):
-    """verl's own AgentLoopWorker runs our loop per row and builds the training batch."""
+def run_worker(verl_compose, model_path, specs, replies, *, registry=None):
+    """Run verl's own AgentLoopWorker over rows carrying ``specs`` (the scripted server)."""
     import numpy as np
     from verl import DataProto
     from verl.experimental.agent_loop.agent_loop import AgentLoopWorker
@@ -265,25 +265,30 @@ def test_verl_worker_batches_our_episodes(verl_compose, toy_registry, tiny_model
 
     import aworld_rl_core.backends.verl.entry_point  # noqa: F401  (registers)
 
+    n = len(specs)
     rl = RLConfig(max_turns=4, max_response_tokens=64)
-    trainer = TrainerConfig(backend="verl", batch_size=2, rl=rl, verl=VerlConfig())
+    trainer = TrainerConfig(backend="verl", batch_size=n, rl=rl, verl=VerlConfig())
     paths = LaunchPaths(train_file="t.parquet", val_file="v.parquet", checkpoint_dir="ckpt")
-    model = ModelConfig(name_or_path=str(tiny_model_path))
-    overrides = build_overrides(model, trainer, paths, n_rows=2, uses_env=True)
+    model = ModelConfig(name_or_path=str(model_path))
+    overrides = build_overrides(model, trainer, paths, n_rows=n, uses_env=True)
     worker = AgentLoopWorker(verl_compose([*overrides, "data.max_prompt_length=64"]), None)
-    worker.llm_client = PerRequestServer(worker.tokenizer, ["add 1", "add 1", "add 1"])
-    specs = [EpisodeSpec(task={"target": t}, env=Ref("toy.counter")) for t in (1, 2)]
+    worker.llm_client = PerRequestServer(worker.tokenizer, replies)
+    extra = [{"index": i, SPEC_KEY: s.dumps()} for i, s in enumerate(specs)]
     batch = DataProto.from_dict(
         non_tensors={
-            "raw_prompt": np.array([[{"role": "user", "content": "x"}]] * 2, dtype=object),
-            "extra_info": np.array(
-                [{"index": i, SPEC_KEY: s.dumps()} for i, s in enumerate(specs)], dtype=object
-            ),
-            "agent_name": np.array(["aworld_env"] * 2, dtype=object),
-            "index": np.array([0, 1]),
+            "raw_prompt": np.array([[{"role": "user", "content": "x"}]] * n, dtype=object),
+            "extra_info": np.array(extra, dtype=object),
+            "agent_name": np.array(["aworld_env"] * n, dtype=object),
+            "index": np.arange(n),
         }
     )
-    out = get_event_loop().run_until_complete(worker.generate_sequences(batch))
+    return get_event_loop().run_until_complete(worker.generate_sequences(batch))
+
+
+def test_verl_worker_batches_our_episodes(verl_compose, toy_registry, tiny_model_path):
+    """verl's own AgentLoopWorker runs our loop per row and builds the training batch."""
+    specs = [EpisodeSpec(task={"target": t}, env=Ref("toy.counter")) for t in (1, 2)]
+    out = run_worker(verl_compose, tiny_model_path, specs, ["add 1", "add 1", "add 1"])
 
     mask = out.batch["response_mask"]
     assert mask.shape == (2, 64)
@@ -303,34 +308,11 @@ def test_verl_worker_batches_our_episodes(verl_compose, toy_registry, tiny_model
 
 def test_a_worker_steps_its_concurrent_episodes_together(verl_compose, tiny_model_path):
     """Eight episodes in one verl worker: each turn, one step_many (one service request)."""
-    import numpy as np
-    from verl import DataProto
-    from verl.experimental.agent_loop.agent_loop import AgentLoopWorker
-    from verl.utils.ray_utils import get_event_loop
     from verl_toys import ServiceEnv
 
-    import aworld_rl_core.backends.verl.entry_point  # noqa: F401  (registers)
-
-    rl = RLConfig(max_turns=4, max_response_tokens=64)
-    trainer = TrainerConfig(backend="verl", batch_size=8, rl=rl, verl=VerlConfig())
-    paths = LaunchPaths(train_file="t.parquet", val_file="v.parquet", checkpoint_dir="ckpt")
-    model = ModelConfig(name_or_path=str(tiny_model_path))
-    overrides = build_overrides(model, trainer, paths, n_rows=8, uses_env=True)
-    worker = AgentLoopWorker(verl_compose([*overrides, "data.max_prompt_length=64"]), None)
-    worker.llm_client = PerRequestServer(worker.tokenizer, ["one", "two", "three"])
     # a wide window: on a loaded CI machine every episode's turn still lands in one batch
     spec = EpisodeSpec(task={}, env=Ref("verl_toys:ServiceEnv"), step_window_s=0.5)
     ServiceEnv.requests.clear()
-    batch = DataProto.from_dict(
-        non_tensors={
-            "raw_prompt": np.array([[{"role": "user", "content": "x"}]] * 8, dtype=object),
-            "extra_info": np.array(
-                [{"index": i, SPEC_KEY: spec.dumps()} for i in range(8)], dtype=object
-            ),
-            "agent_name": np.array(["aworld_env"] * 8, dtype=object),
-            "index": np.arange(8),
-        }
-    )
-    out = get_event_loop().run_until_complete(worker.generate_sequences(batch))
+    out = run_worker(verl_compose, tiny_model_path, [spec] * 8, ["one", "two", "three"])
     assert ServiceEnv.requests == [8, 8, 8]
     assert out.batch["rm_scores"].sum().item() == 8.0

@@ -63,3 +63,38 @@ def test_rlhf_dataset_reads_our_rows(tmp_path, qwen3_tokenizer):
         config, {"filter_overlong_prompts": False}
     )  # (slow: once is enough)
     assert len(RLHFDataset(str(val), qwen3_tokenizer, no_filter)) == 2  # the first train batch
+
+
+def test_records_a_package_exports_run_on_the_verl_backend(tmp_path, qwen3_tokenizer, toy_registry):
+    """The one row writer: records exported with ``write_verl_parquet`` (as FunReason's
+    export does) load in RLHFDataset, and core's reward adapter scores them from the episode
+    spec each row carries (the rewards by registered name, the record's ground truth)."""
+    from omegaconf import OmegaConf
+    from verl.utils.dataset.rl_dataset import RLHFDataset
+
+    from aworld_rl_core.backends.verl.reward import compute_score
+    from aworld_rl_core.records import ToolUseRecord, write_verl_parquet
+
+    records = [
+        ToolUseRecord(
+            id=f"r{i}",
+            messages=[
+                {"role": "user", "content": f"Say {word}."},
+                {"role": "assistant", "content": word},
+            ],
+            ground_truth=word,
+            data_source="toy/say",
+        )
+        for i, word in enumerate(["yes", "no"])
+    ]
+    path = write_verl_parquet(records, tmp_path / "exported.parquet", rewards=["toy.exact"])
+    config = OmegaConf.create(
+        {"max_prompt_length": 64, "return_raw_chat": True, "cache_dir": str(tmp_path / "c")}
+    )
+    ds = RLHFDataset(str(path), qwen3_tokenizer, config)
+    item = ds[1]
+    assert item["raw_prompt"] == [{"role": "user", "content": "Say no."}]
+    assert item["agent_name"] == "single_turn_agent"  # rewards only: verl's own loop
+    right = compute_score(item["data_source"], "no", "no", extra_info=item["extra_info"])
+    wrong = compute_score(item["data_source"], "yes", "no", extra_info=item["extra_info"])
+    assert (right["score"], wrong["score"]) == (1.0, 0.0)

@@ -10,7 +10,7 @@ pytest.importorskip("verl.trainer")  # not tests/verl, which is on sys.path as a
 
 from aworld_rl_core.backends.config import ModelConfig, RLConfig, TrainerConfig
 from aworld_rl_core.backends.verl import reward
-from aworld_rl_core.backends.verl.config import VerlConfig
+from aworld_rl_core.backends.verl.config import CriticConfig, VerlConfig
 from aworld_rl_core.backends.verl.launcher import LaunchPaths, build_overrides
 
 PATHS = LaunchPaths(
@@ -61,6 +61,35 @@ def test_engine_and_single_turn_variants_compose(verl_compose):
     assert cfg.actor_rollout_ref.rollout.name == "sglang"
     assert cfg.actor_rollout_ref.rollout.agent.default_agent_loop == "single_turn_agent"
     assert (cfg.trainer.nnodes, cfg.trainer.n_gpus_per_node) == (2, 4)
+
+
+def test_ppo_gae_critic_and_kl_in_reward_compose(verl_compose):
+    """First-class PPO fields (RAG-R1's paper preset) land on verl's own keys and validate."""
+    from omegaconf import OmegaConf
+
+    critic = CriticConfig(learning_rate=1e-5, warmup_ratio=0.015, micro_batch_size=8,
+                          warmup_steps=3, param_offload=True)  # fmt: skip
+    cfg = verl_compose(
+        overrides(
+            adv_estimator="gae", gamma=0.99, lam=0.95, kl_in_reward=True, kl_in_reward_coef=0.002,
+            kl_in_reward_ctrl="adaptive", kl_in_reward_target=0.05, actor_warmup_ratio=0.285,
+            ppo_epochs=2, critic=critic,
+        )
+    )  # fmt: skip
+    algo = cfg.algorithm
+    assert (algo.adv_estimator, algo.gamma, algo.lam, algo.use_kl_in_reward) == (
+        "gae", 0.99, 0.95, True,
+    )  # fmt: skip
+    assert (algo.kl_penalty, algo.kl_ctrl.type, algo.kl_ctrl.kl_coef) == ("kl", "adaptive", 0.002)
+    assert algo.kl_ctrl.target_kl == 0.05
+    assert cfg.actor_rollout_ref.actor.optim.lr_warmup_steps_ratio == 0.285
+    assert cfg.actor_rollout_ref.actor.ppo_epochs == 2
+    assert (cfg.critic.optim.lr, cfg.critic.optim.lr_warmup_steps_ratio) == (1e-5, 0.015)
+    assert cfg.critic.ppo_micro_batch_size_per_gpu == 8 and cfg.critic.ppo_mini_batch_size == 8
+    assert cfg.critic.ppo_epochs == 2 and cfg.critic.cliprange_value == 0.5
+    assert cfg.critic.fsdp.param_offload is True and cfg.trainer.critic_warmup == 3
+    assert cfg.critic.model.path == "/models/qwen"  # the policy's weights, not verl's placeholder
+    OmegaConf.resolve(cfg)
 
 
 def test_worker_configs_validate(verl_compose):

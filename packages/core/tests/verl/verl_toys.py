@@ -1,46 +1,20 @@
-"""A scripted toy environment and rewards for the verl backend tests (no verl import).
-
-``CounterEnv``: the model must bring a counter from 0 to ``target`` by answering ``add N``;
-each non-final step observes ``value=V`` as a user message; reaching the target ends the episode
-with reward 1.0; text that is not ``add N`` costs a 0.1 format penalty.
-"""
+"""Toy environments and rewards for the verl backend tests (no verl import): core's counter
+game (``envs.toy.CounterEnv``) counting closed episodes, a service-backed environment."""
 
 from __future__ import annotations
 
-import re
 from collections.abc import Mapping
 from typing import Any
 
 from aworld_rl_core import hookimpl
 from aworld_rl_core.environment import Step
+from aworld_rl_core.envs import toy
 
-_ADD = re.compile(r"^\s*add\s+(-?\d+)\s*$")
 
+class CounterEnv(toy.CounterEnv):
+    """Core's counter game, counting closed episodes (checked by the tests)."""
 
-class CounterEnv:
-    """Count to a target, one ``add N`` per turn."""
-
-    closed_count = 0  # how many episodes were closed (checked by the tests)
-
-    def __init__(self, row: Mapping[str, Any] | None = None, *, target: int = 3) -> None:
-        self.target = int((row or {}).get("target", target))
-        self.value = 0
-
-    def reset(self) -> list[dict[str, Any]]:
-        self.value = 0
-        return [{"role": "user", "content": f"Bring the counter to {self.target}. Say: add N"}]
-
-    def step(self, model_text: str) -> Step:
-        match = _ADD.match(model_text)
-        if match is None:
-            note = [{"role": "user", "content": "error: answer exactly 'add N'"}]
-            return Step(note, reward=-0.1, info={"format_error": 1})
-        self.value += int(match.group(1))
-        if self.value == self.target:
-            return Step([], reward=1.0, done=True, info={"value": self.value})
-        return Step(
-            [{"role": "user", "content": f"value={self.value}"}], info={"value": self.value}
-        )
+    closed_count = 0
 
     def close(self) -> None:
         CounterEnv.closed_count += 1

@@ -86,7 +86,7 @@ class EnvTuningEnv:
         self.think_tag = think_tag
         self.abstain_credit = abstain_credit
         self.augmenter = Augmenter(hints, enabled=augmentation)
-        self._parse = get_parser("envtuning", think_tag=think_tag)
+        self._parse = get_parser("think_json", think_tag=think_tag)
         self._episode: Any = None
         self._owners: dict[str, str] = {}
         self.stats = EpisodeStats(expected_turns=len(entry.ground_truth))

@@ -115,7 +115,7 @@ class RoundEnv:
         self.inject_error_at = inject_error_at
         self.error_text = error_text
         signatures = signatures_from_tools([dict(d) for d in function_docs])
-        self._parse = get_parser("funreason_mt", allow_both=False, signatures=signatures)
+        self._parse = get_parser("think_tool_python", allow_both=False, signatures=signatures)
         self.calls: list[ExecutedCall] = []
         self.format_errors = 0
         self.steps = 0

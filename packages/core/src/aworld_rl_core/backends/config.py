@@ -78,6 +78,12 @@ class SFTConfig:
     )
     warmup_ratio: float = option(0.0, help="LR warm-up fraction", ge=0, le=1)
     lr_scheduler: str = option("cosine", help="LR scheduler name")
+    gradient_checkpointing: bool = option(
+        False, help="hf-sft: activation checkpointing (less memory, ~30% more compute)"
+    )
+    deepspeed: str | None = option(
+        None, help="hf-sft: a DeepSpeed config JSON file (ZeRO-3 ...), passed to transformers"
+    )
 
     def __post_init__(self) -> None:
         for name, tags in self.segments.items():

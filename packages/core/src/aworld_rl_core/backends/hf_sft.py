@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import functools
 import logging
+import os
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
@@ -96,8 +97,9 @@ class HfSftBackend:
         if evals:
             metrics["eval_loss"] = float(trainer.evaluate()["eval_loss"])
         model_dir = job.run.dir / "model"
-        trainer.save_model(str(model_dir))
-        processor.save_pretrained(str(model_dir))
+        trainer.save_model(str(model_dir))  # the main process writes (Trainer's rule)
+        if trainer.is_world_process_zero():
+            processor.save_pretrained(str(model_dir))
         job.run.log({k: v for k, v in metrics.items() if k not in ("global_step", "loss_alpha")})
         return RunResult(
             metrics=metrics,
@@ -143,7 +145,8 @@ def _keeps_logits(model: Any) -> bool:
 
 
 def _masked(mask: Any, grad: Any) -> Any:
-    return grad * mask
+    # model_setup ran before the Trainer moved the model: the mask follows the gradient
+    return grad * mask.to(grad.device, grad.dtype)
 
 
 def _callable(value: Any, what: str) -> Any:
@@ -246,13 +249,20 @@ def _resume_checkpoint(job: TrainJob) -> Path | None:
     return found
 
 
+def sft_plan(job: TrainJob, n_samples: int) -> Any:
+    """The batch plan over this process group: a step's samples split over the WORLD_SIZE
+    processes torchrun / accelerate start, the rest is accumulation."""
+    devices = int(os.environ.get("WORLD_SIZE", "1"))
+    return plan_batches(job.trainer, n_rows=n_samples, rl=False, devices=devices)
+
+
 def training_args(job: TrainJob, n_samples: int) -> Any:
     """transformers' ``TrainingArguments`` for the job (batches from ``plan_batches``)."""
     import torch
     from transformers import TrainingArguments
 
     cfg = job.trainer
-    plan = plan_batches(cfg, n_rows=n_samples, rl=False)
+    plan = sft_plan(job, n_samples)
     cuda = torch.cuda.is_available()
     return TrainingArguments(
         output_dir=str(job.run.checkpoint_dir),
@@ -264,6 +274,8 @@ def training_args(job: TrainJob, n_samples: int) -> Any:
         dataloader_drop_last=True,  # a partial last batch is dropped (batching's rule)
         weight_decay=cfg.weight_decay,
         max_grad_norm=cfg.max_grad_norm,
+        activation_checkpointing=cfg.sft.gradient_checkpointing,
+        deepspeed=cfg.sft.deepspeed,
         lr_scheduler_type=cfg.sft.lr_scheduler,
         warmup_steps=cfg.sft.warmup_ratio,
         seed=cfg.seed,

@@ -10,10 +10,10 @@ environment's own episode return. Importing this module imports no heavy library
 from __future__ import annotations
 
 import logging
-from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from aworld_rl_core.backends.base import TrainJob
+from aworld_rl_core.backends.batching import plan_batches
 from aworld_rl_core.backends.checkpoints import checkpoints, latest_checkpoint
 
 if TYPE_CHECKING:
@@ -35,29 +35,6 @@ HEADLINE_METRICS = (
     "episode/return",
     "episode/turns",
 )
-
-
-@dataclass(frozen=True)
-class BatchLayout:
-    """How ``trainer.batch_size`` prompts x ``rl.group_size`` completions split into passes."""
-
-    per_device_batch: int
-    accumulation_steps: int
-
-    @classmethod
-    def of(cls, batch_size: int, group_size: int, micro_batch_size: int) -> BatchLayout:
-        if group_size < 2:
-            raise ValueError(f"trainer.rl.group_size must be >= 2 for GRPO, got {group_size}")
-        if batch_size < 1 or micro_batch_size < 1:
-            raise ValueError("trainer.batch_size and trainer.micro_batch_size must be >= 1")
-        completions = batch_size * group_size
-        micro = min(micro_batch_size, completions)
-        if completions % micro:
-            raise ValueError(
-                f"trainer.micro_batch_size={micro_batch_size} must divide trainer.batch_size x "
-                f"trainer.rl.group_size = {completions} completions per step"
-            )
-        return cls(per_device_batch=micro, accumulation_steps=completions // micro)
 
 
 def check_job(job: TrainJob) -> None:
@@ -93,7 +70,9 @@ def check_job(job: TrainJob) -> None:
             f"functions{' + the environment return' if job.env is not None else ''}: give one "
             "per reward function (the environment return then weighs 1.0) or one more for it"
         )
-    BatchLayout.of(job.trainer.batch_size, rl.group_size, job.trainer.micro_batch_size)
+    if rl.group_size < 2:
+        raise ValueError(f"trainer.rl.group_size must be >= 2 for GRPO, got {rl.group_size}")
+    plan_batches(job.trainer, n_rows=len(job.train_rows), rl=True)
 
 
 def _reward_weights(job: TrainJob) -> list[float] | None:
@@ -110,11 +89,11 @@ def grpo_args(job: TrainJob, *, use_cpu: bool, eval_batch: int | None = None) ->
     from trl import GRPOConfig
 
     t, rl = job.trainer, job.trainer.rl
-    layout = BatchLayout.of(t.batch_size, rl.group_size, t.micro_batch_size)
+    plan = plan_batches(t, n_rows=len(job.train_rows), rl=True)
     return GRPOConfig(
         output_dir=str(job.run.checkpoint_dir),
-        per_device_train_batch_size=layout.per_device_batch,
-        gradient_accumulation_steps=layout.accumulation_steps,
+        per_device_train_batch_size=plan.micro_batch,
+        gradient_accumulation_steps=plan.accumulation,
         per_device_eval_batch_size=eval_batch or rl.group_size,
         num_generations=rl.group_size,
         max_completion_length=rl.max_response_tokens,
@@ -129,8 +108,7 @@ def grpo_args(job: TrainJob, *, use_cpu: bool, eval_batch: int | None = None) ->
         lr_scheduler_type="constant",
         weight_decay=t.weight_decay,
         max_grad_norm=t.max_grad_norm,
-        max_steps=t.max_steps,
-        num_train_epochs=t.epochs,
+        max_steps=plan.steps,
         seed=t.seed,
         data_seed=t.seed,
         logging_steps=t.logging_steps,
@@ -158,6 +136,7 @@ class TrlGrpoBackend:
         from transformers import PrinterCallback, set_seed
 
         from aworld_rl_core.backends import trl_trainer as glue
+        from aworld_rl_core.backends.run_log import RunLogCallback
         from aworld_rl_core.engine import ChatCodec, Limits
         from aworld_rl_core.models import is_tiny, load_model_and_tokenizer, model_dir
 
@@ -179,7 +158,7 @@ class TrlGrpoBackend:
         rewards: list[Any] = [glue.EpisodeReward(fn, rows) for fn in job.reward_fns()]
         if job.env is not None:
             rewards.append(glue.env_return)
-        callback = glue.RunLogCallback(run)
+        callback = RunLogCallback(run, desc="GRPO steps", renames={"reward": "reward_mean"})
         callbacks: list[Any] = [callback]
         if job.validation is not None:
             callbacks.append(self._validation(job, rollout, tokenizer, rewards))

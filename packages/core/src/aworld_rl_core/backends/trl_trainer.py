@@ -8,10 +8,9 @@ from __future__ import annotations
 
 import functools
 import math
-import time
 import warnings
 from collections.abc import Callable, Mapping, Sequence
-from typing import Any, ClassVar
+from typing import Any
 
 from transformers import TrainerCallback
 from trl import GRPOTrainer
@@ -201,46 +200,6 @@ class EpisodeReward:
 def env_return(*, episode: Sequence[Episode], **_: Any) -> list[float]:
     """The environment's own episode reward (sum of step rewards), as a TRL reward function."""
     return [e.reward for e in episode]
-
-
-class RunLogCallback(TrainerCallback):
-    """Forwards TRL's logs to ``run.log`` (adds ``tokens_per_s``) and drives the progress bar."""
-
-    RENAMES: ClassVar[dict[str, str]] = {"reward": "reward_mean"}
-
-    def __init__(self, run: Any) -> None:
-        self.run = run
-        self.last: dict[str, float] = {}
-        self._bar: Any = None
-        self._clock: tuple[float, int] | None = None
-
-    def on_train_begin(self, args, state, control, **kwargs):
-        self._clock = (time.perf_counter(), state.num_input_tokens_seen)
-        remaining = max(state.max_steps - state.global_step, 0)
-        self._bar = iter(self.run.progress(range(remaining), total=remaining, desc="GRPO steps"))
-
-    def on_step_end(self, args, state, control, **kwargs):
-        if self._bar is not None:
-            next(self._bar, None)
-
-    def on_train_end(self, args, state, control, **kwargs):
-        if self._bar is not None:
-            for _ in self._bar:  # finish the bar (closes rich's live display)
-                pass
-            self._bar = None
-
-    def on_log(self, args, state, control, logs=None, **kwargs):
-        metrics = {
-            self.RENAMES.get(key, key): float(value)
-            for key, value in (logs or {}).items()
-            if isinstance(value, (int, float)) and not isinstance(value, bool)
-        }
-        now, tokens = time.perf_counter(), state.num_input_tokens_seen
-        if self._clock is not None and now > self._clock[0] and tokens > self._clock[1]:
-            metrics["tokens_per_s"] = (tokens - self._clock[1]) / (now - self._clock[0])
-        self._clock = (now, tokens)
-        self.last.update(metrics)
-        self.run.log(metrics, step=state.global_step)
 
 
 class ValidationCallback(TrainerCallback):

@@ -10,6 +10,7 @@ to lowercase words reaches 1.0. The episode return is the mean score over the tu
 from __future__ import annotations
 
 import random
+import re
 from collections.abc import Mapping, Sequence
 from typing import Any
 
@@ -65,6 +66,39 @@ class LowercaseEnv:
 
     def close(self) -> None:
         self.scores = []
+
+
+_ADD = re.compile(r"\badd\s+(-?\d+)")
+
+
+class CounterEnv:
+    """The counter game: bring a counter from 0 to the row's ``target`` (default 3) by answering
+    ``add N``; each unfinished step observes ``value=V``; reaching the target ends the episode
+    with reward 1.0; text without ``add N`` costs a 0.1 format penalty. Small models learn it in
+    a few GRPO steps (verl's GPU smoke test trains on it)."""
+
+    def __init__(self, row: Mapping[str, Any] | None = None, *, target: int = 3) -> None:
+        self.target = int((row or {}).get("target", target))
+        self.value = 0
+
+    def reset(self) -> list[Message]:
+        self.value = 0
+        return [{"role": "user", "content": f"Bring the counter to {self.target}. Say: add N"}]
+
+    def step(self, model_text: str) -> Step:
+        match = _ADD.search(model_text)
+        if match is None:
+            note = [{"role": "user", "content": "error: answer exactly 'add N'"}]
+            return Step(note, reward=-0.1, info={"format_error": 1})
+        self.value += int(match.group(1))
+        if self.value == self.target:
+            return Step([], reward=1.0, done=True, info={"value": self.value})
+        return Step(
+            [{"role": "user", "content": f"value={self.value}"}], info={"value": self.value}
+        )
+
+    def close(self) -> None:
+        pass
 
 
 def lowercase_reward(completions: Sequence[Any], **_: Any) -> list[float]:

@@ -8,7 +8,7 @@
 Pure Python; ``pyarrow`` is imported only by ``write_verl_parquet``.
 """
 
-from aworld_rl_core.records.bfcl import bfcl_function_to_tool, bfcl_schema, from_bfcl
+from aworld_rl_core.records.bfcl import bfcl_function_to_tool, from_bfcl
 from aworld_rl_core.records.record import (
     RecordError,
     ToolUseRecord,
@@ -25,7 +25,6 @@ __all__ = [
     "ToolUseRecord",
     "as_record",
     "bfcl_function_to_tool",
-    "bfcl_schema",
     "dataset_info_entry",
     "from_bfcl",
     "read_jsonl",

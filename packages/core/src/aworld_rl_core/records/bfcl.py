@@ -2,90 +2,33 @@
 
 A BFCL entry has ``id``, ``question`` (a list of turns, each a list of chat messages) and
 ``function`` (function docs in BFCL's dialect of JSON Schema: ``dict``, ``float``, ``tuple``,
-``any``, Java/JavaScript type names). The first turn becomes the record's messages; later turns
-(multi-turn categories) and BFCL's extra fields go to ``metadata``; ground truth is passed
-separately (BFCL keeps it in ``possible_answer`` files).
+``any``, Java/JavaScript type names, converted by BFCL's own mapping in
+``tooluse.bfcl.schemas``). The first turn becomes the record's messages; later turns (multi-turn
+categories) and BFCL's extra fields go to ``metadata``; ground truth is passed separately (BFCL
+keeps it in ``possible_answer`` files).
 """
 
 from __future__ import annotations
 
-import copy
 import dataclasses
 from collections.abc import Mapping
 from typing import Any
 
 from aworld_rl_core.records.record import RecordError, ToolUseRecord
 
-# BFCL type names -> JSON Schema types (None: any type, so ``type`` is dropped).
-BFCL_TYPES: dict[str, str | None] = {
-    "dict": "object",
-    "object": "object",
-    "HashMap": "object",
-    "Hashtable": "object",
-    "float": "number",
-    "double": "number",
-    "number": "number",
-    "integer": "integer",
-    "int": "integer",
-    "long": "integer",
-    "short": "integer",
-    "byte": "integer",
-    "Bigint": "integer",
-    "string": "string",
-    "String": "string",
-    "char": "string",
-    "boolean": "boolean",
-    "bool": "boolean",
-    "Boolean": "boolean",
-    "Integer": "integer",
-    "Long": "integer",
-    "Float": "number",
-    "Double": "number",
-    "Character": "string",
-    "Object": "object",
-    "List": "array",
-    "Set": "array",
-    "array": "array",
-    "list": "array",
-    "tuple": "array",
-    "ArrayList": "array",
-    "Array": "array",
-    "Queue": "array",
-    "Stack": "array",
-    "any": None,
-    "Any": None,
-    "": None,
-}
 _BFCL_ENTRY_KEYS = ("id", "question", "function")
 
 
-def bfcl_schema(schema: Mapping[str, Any]) -> dict[str, Any]:
-    """A BFCL parameter schema as JSON Schema (types mapped, recursively)."""
-    out = copy.deepcopy(dict(schema))
-    kind = out.get("type")
-    if isinstance(kind, str):
-        if kind not in BFCL_TYPES:
-            raise RecordError(f"unknown BFCL parameter type {kind!r}")
-        mapped = BFCL_TYPES[kind]
-        if mapped is None:
-            del out["type"]
-        else:
-            out["type"] = mapped
-    if isinstance(out.get("properties"), Mapping):
-        out["properties"] = {k: bfcl_schema(v) for k, v in out["properties"].items()}
-    for key in ("items", "additionalProperties"):
-        if isinstance(out.get(key), Mapping):
-            out[key] = bfcl_schema(out[key])
-    return out
-
-
 def bfcl_function_to_tool(function: Mapping[str, Any]) -> dict[str, Any]:
-    """A BFCL function doc as an OpenAI function tool with a JSON Schema ``parameters``."""
+    """A BFCL function doc as an OpenAI function tool, by core's one BFCL converter
+    (``tooluse.bfcl.schemas``: BFCL's own type mapping, so a type it does not know, such as the
+    JavaScript docs' ``Boolean``, becomes ``string`` as in BFCL's FC handlers; names keep their
+    dots)."""
+    from aworld_rl_core.tooluse.bfcl.schemas import to_openai_tools
+
     if not isinstance(function, Mapping) or not isinstance(function.get("name"), str):
         raise RecordError(f"a BFCL function doc needs a 'name', got {function!r:.80}")
-    params = function.get("parameters") or {"type": "dict", "properties": {}}
-    body = {k: copy.deepcopy(v) for k, v in function.items() if k != "parameters"}
-    return {"type": "function", "function": {**body, "parameters": bfcl_schema(params)}}
+    return to_openai_tools([dict(function)], dots_to_underscores=False)[0]
 
 
 def from_bfcl(entry: Any, ground_truth: Any = None, *, data_source: str = "bfcl") -> ToolUseRecord:

@@ -153,15 +153,15 @@ def _nested(depth: int) -> object:
     return value
 
 
-def _envtuning(case: HostileCase) -> str:
+def _think_json(case: HostileCase) -> str:
     return f"<think>plan</think><tool_call>{case.json}</tool_call>"
 
 
-def _funreason(case: HostileCase) -> str:
+def _think_python(case: HostileCase) -> str:
     return f"<think>plan</think>\n{case.python}"
 
 
-def _funreason_mt(case: HostileCase) -> str:
+def _think_tool_python(case: HostileCase) -> str:
     return f"<think>plan</think><tool_call>{case.python}</tool_call>"
 
 
@@ -174,9 +174,9 @@ def _hermes(case: HostileCase) -> str:
 
 #: protocol name -> function wrapping a case into a full model response of that protocol.
 PROTOCOL_WRAPPERS = {
-    "envtuning": _envtuning,
-    "funreason": _funreason,
-    "funreason_mt": _funreason_mt,
+    "think_json": _think_json,
+    "think_python": _think_python,
+    "think_tool_python": _think_tool_python,
     "hermes": _hermes,
 }
 

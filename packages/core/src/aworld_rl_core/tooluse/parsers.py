@@ -1,14 +1,16 @@
-"""Response parsers for the tool-use protocols the papers use; they never raise on model text.
+"""Response parsers for tool-use formats, named by format; they never raise on model text.
 
 Every parser returns a :class:`ParsedResponse`. ``errors`` lists each format violation; ``calls``
 and ``answer`` hold what could still be read, so act on them only when ``ok`` is true.
 
 Protocols (look them up by name with :func:`get_parser` / :func:`parse_response`):
 
-- ``envtuning``: exactly one ``<think>``; then exactly one of ``<tool_call>`` (a JSON list of
-  ``{"name", "arguments"}``) or ``<answer>``; no text outside the tags.
-- ``funreason``: ``<think>...</think>`` then BFCL's python call list, or a plain-text reply.
-- ``funreason_mt``: ``<think>`` + ``<tool_call>`` python call list and/or ``<answer>``.
+- ``think_json`` (EnvTuning's): exactly one ``<think>``; then exactly one of ``<tool_call>`` (a
+  JSON list of ``{"name", "arguments"}``) or ``<answer>``; no text outside the tags.
+- ``think_python`` (FunReason's): ``<think>...</think>`` then BFCL's python call list, or a
+  plain-text reply.
+- ``think_tool_python`` (FunReason-MT's): ``<think>`` + ``<tool_call>`` python call list and/or
+  ``<answer>``.
 - ``hermes``: Qwen's ``<tool_call>{json}</tool_call>`` blocks (any number), optional leading
   ``<think>``; the remaining text is the reply.
 
@@ -39,11 +41,11 @@ __all__ = [
     "PROTOCOLS",
     "ParsedResponse",
     "get_parser",
-    "parse_envtuning",
-    "parse_funreason",
-    "parse_funreason_mt",
     "parse_hermes",
     "parse_response",
+    "parse_think_json",
+    "parse_think_python",
+    "parse_think_tool_python",
     "protocol_names",
 ]
 
@@ -238,8 +240,8 @@ def _parse_tagged(
     return ParsedResponse(reasoning, calls, answer, errors, text, protocol)
 
 
-@_guarded("envtuning")
-def parse_envtuning(
+@_guarded("think_json")
+def parse_think_json(
     text: str,
     *,
     think_tag: str = "think",
@@ -247,10 +249,10 @@ def parse_envtuning(
     answer_tag: str = "answer",
     limits: ParseLimits = DEFAULT_LIMITS,
 ) -> ParsedResponse:
-    """EnvTuning: one ``<think>``, then one JSON-list ``<tool_call>`` or one ``<answer>``."""
+    """One ``<think>``, then one JSON-list ``<tool_call>`` or one ``<answer>`` (EnvTuning)."""
     return _parse_tagged(
         text,
-        protocol="envtuning",
+        protocol="think_json",
         call_format="json",
         allow_both=False,
         think_tag=think_tag,
@@ -261,8 +263,8 @@ def parse_envtuning(
     )
 
 
-@_guarded("funreason_mt")
-def parse_funreason_mt(
+@_guarded("think_tool_python")
+def parse_think_tool_python(
     text: str,
     *,
     think_tag: str = "think",
@@ -272,10 +274,10 @@ def parse_funreason_mt(
     signatures: Mapping[str, Sequence[str]] | None = None,
     limits: ParseLimits = DEFAULT_LIMITS,
 ) -> ParsedResponse:
-    """FunReason-MT: ``<think>`` + ``<tool_call>`` python call list and/or ``<answer>``."""
+    """``<think>`` + ``<tool_call>`` python call list and/or ``<answer>`` (FunReason-MT)."""
     return _parse_tagged(
         text,
-        protocol="funreason_mt",
+        protocol="think_tool_python",
         call_format="python",
         allow_both=allow_both,
         think_tag=think_tag,
@@ -287,12 +289,12 @@ def parse_funreason_mt(
 
 
 # ---------------------------------------------------------------------------------------------
-# FunReason: <think>...</think> then a python call list (or a plain reply)
+# think_python (FunReason): <think>...</think> then a python call list (or a plain reply)
 # ---------------------------------------------------------------------------------------------
 
 
-@_guarded("funreason")
-def parse_funreason(
+@_guarded("think_python")
+def parse_think_python(
     text: str,
     *,
     think_tag: str = "think",
@@ -337,7 +339,7 @@ def parse_funreason(
             errors.append(f"call list: {exc}")
     else:
         answer = body
-    return ParsedResponse(reasoning, calls, answer, errors, text, "funreason")
+    return ParsedResponse(reasoning, calls, answer, errors, text, "think_python")
 
 
 # ---------------------------------------------------------------------------------------------
@@ -396,9 +398,9 @@ def parse_hermes(
 # ---------------------------------------------------------------------------------------------
 
 PROTOCOLS: Mapping[str, Callable[..., ParsedResponse]] = {
-    "envtuning": parse_envtuning,
-    "funreason": parse_funreason,
-    "funreason_mt": parse_funreason_mt,
+    "think_json": parse_think_json,
+    "think_python": parse_think_python,
+    "think_tool_python": parse_think_tool_python,
     "hermes": parse_hermes,
 }
 

@@ -25,7 +25,7 @@ class RlEnvConfig:
     """The environment every episode runs in."""
 
     name: str = option("core.bfcl-multi-turn", help="registered environment")
-    protocol: str = option("funreason_mt", help="tool-call protocol the policy writes")
+    protocol: str = option("think_tool_python", help="tool-call protocol the policy writes")
     reward: Literal["binary", "progress"] = option(
         "binary", help="binary: format and answer both right (FunRL); progress: share of turns"
     )

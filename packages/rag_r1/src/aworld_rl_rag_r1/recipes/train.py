@@ -14,34 +14,13 @@ from dataclasses import dataclass
 from typing import Any
 
 from aworld_rl_core.backends.config import ModelConfig, RLConfig, TrainerConfig
-from aworld_rl_core.backends.verl.config import VerlConfig
+from aworld_rl_core.backends.verl.config import CriticConfig, VerlConfig
 from aworld_rl_core.config import option, to_dict
 from aworld_rl_core.runs import Run, RunResult
 from aworld_rl_core.tracking import TrackingConfig
 from aworld_rl_rag_r1.env import SearchEnvConfig
 from aworld_rl_rag_r1.qa import QAFormat
 from aworld_rl_rag_r1.recipes.common import WorldConfig
-
-# verl settings of the paper's PPO that core's trainer section does not name (the critic, the
-# KL in the reward, GAE's gamma and lambda, the warm-up ratios); see the notes' table
-PAPER_PPO_OVERRIDES = (
-    "algorithm.use_kl_in_reward=true",
-    "algorithm.kl_penalty=kl",
-    "algorithm.kl_ctrl.type=fixed",
-    "algorithm.kl_ctrl.kl_coef=0.001",
-    "algorithm.gamma=1.0",
-    "algorithm.lam=1.0",
-    "actor_rollout_ref.actor.optim.lr_warmup_steps_ratio=0.285",
-    "actor_rollout_ref.actor.ppo_epochs=1",
-    "critic.optim.lr=1e-05",
-    "critic.optim.lr_warmup_steps_ratio=0.015",
-    "critic.ppo_micro_batch_size_per_gpu=8",
-    "critic.cliprange_value=0.5",
-    "critic.model.enable_gradient_checkpointing=true",
-    "critic.model.fsdp_config.param_offload=true",
-    "critic.model.fsdp_config.optimizer_offload=true",
-    "trainer.critic_warmup=0",
-)
 
 
 def paper_trainer() -> TrainerConfig:
@@ -56,7 +35,7 @@ def paper_trainer() -> TrainerConfig:
         save_steps=50,
         rl=RLConfig(
             group_size=1,
-            kl_coef=0.0,  # PPO: the KL is in the reward (PAPER_PPO_OVERRIDES), not a loss
+            kl_coef=0.0,  # PPO: the KL is in the reward (verl.kl_in_reward), not a loss
             clip_low=0.2,
             clip_high=0.2,
             entropy_coef=0.001,
@@ -75,7 +54,21 @@ def paper_trainer() -> TrainerConfig:
             optimizer_offload=True,
             test_freq=50,
             val_before_train=True,
-            extra_overrides=PAPER_PPO_OVERRIDES,
+            gamma=1.0,
+            lam=1.0,
+            kl_in_reward=True,
+            kl_in_reward_coef=0.001,
+            kl_penalty="kl",
+            actor_warmup_ratio=0.285,
+            ppo_epochs=1,
+            critic=CriticConfig(
+                learning_rate=1e-5,
+                warmup_ratio=0.015,
+                micro_batch_size=8,
+                cliprange_value=0.5,
+                param_offload=True,
+                optimizer_offload=True,
+            ),
         ),
     )
 

@@ -66,7 +66,7 @@ class LlamaFactoryBackend:
             work / "worker.log",
             inputs.events,
             job.run,
-            total=job.trainer.max_steps if job.trainer.max_steps > 0 else None,
+            total=inputs.steps,
         )
         final.update({k: float(v) for k, v in inputs.counts.items()})
         if inputs.resume_from is not None:
@@ -93,6 +93,7 @@ class _Inputs:
     events: Path
     resume_from: Path | None
     counts: dict[str, int]
+    steps: int
 
 
 def _check_job(job: TrainJob) -> None:
@@ -119,7 +120,11 @@ def _write_inputs(job: TrainJob, work: Path) -> _Inputs:
     resume = job.trainer.resume or getattr(job.run, "resume", False)
     resume_from = latest_checkpoint(job.run.checkpoint_dir) if resume else None
     args = build_train_args(
-        job, data_dir, has_eval=counts["eval_samples"] > 0, resume_from=resume_from
+        job,
+        data_dir,
+        has_eval=counts["eval_samples"] > 0,
+        resume_from=resume_from,
+        n_samples=counts["train_samples"],
     )
     args_file = work / "train_args.yaml"
     args_file.write_text(yaml.safe_dump(args, sort_keys=False), encoding="utf-8")
@@ -131,6 +136,7 @@ def _write_inputs(job: TrainJob, work: Path) -> _Inputs:
         "resolved_args": str(work / "train_args.resolved.yaml"),
         "events": str(events),
         "loss": str(write_loss(loss, work / "loss.pkl")) if loss is not None else None,
+        "segments": {name: list(tags) for name, tags in job.trainer.sft.segments.items()},
         "tiny_arch": model_source(job.model.name_or_path)[1],
         "seed": job.trainer.seed,
         "dtype": job.model.dtype,
@@ -138,7 +144,7 @@ def _write_inputs(job: TrainJob, work: Path) -> _Inputs:
     }
     spec_file = work / "spec.json"
     spec_file.write_text(json.dumps(spec, indent=2), encoding="utf-8")
-    return _Inputs(data_dir, args_file, spec_file, events, resume_from, counts)
+    return _Inputs(data_dir, args_file, spec_file, events, resume_from, counts, args["max_steps"])
 
 
 INSTALL_HINT = (

@@ -13,6 +13,7 @@ from collections.abc import Iterable, Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from aworld_rl_core.backends.batching import plan_batches
 from aworld_rl_core.errors import AworldError
 from aworld_rl_core.records import ToolUseRecord, as_record, write_sharegpt
 
@@ -76,18 +77,6 @@ def write_dataset(
     return len(records)
 
 
-def grad_accumulation(batch_size: int, micro_batch_size: int, processes: int) -> int:
-    """Gradient-accumulation steps so that one optimizer step sees ``batch_size`` rows."""
-    per_step = micro_batch_size * processes
-    if micro_batch_size < 1 or batch_size < per_step or batch_size % per_step:
-        raise LlamaFactoryError(
-            f"trainer.batch_size={batch_size} must be a positive multiple of "
-            f"trainer.micro_batch_size ({micro_batch_size}) x "
-            f"trainer.llamafactory.nproc_per_node ({processes})"
-        )
-    return batch_size // per_step
-
-
 def model_source(name_or_path: str) -> tuple[str, str | None]:
     """(model_name_or_path for LLaMA-Factory, tiny architecture or None)."""
     from aworld_rl_core.models import check_source, is_tiny, tiny_arch
@@ -104,11 +93,13 @@ def build_train_args(
     *,
     has_eval: bool,
     resume_from: Path | None,
+    n_samples: int | None = None,
 ) -> dict[str, Any]:
     """LLaMA-Factory ``run_exp`` arguments from our model and trainer configs.
 
-    Device and precision arguments are added by the worker (it knows whether CUDA is there);
-    ``trainer.llamafactory.extra_args`` are merged last, by the worker too.
+    Batches and steps come from ``batching.plan_batches`` over the ``n_samples`` written
+    (default: the job's rows). Device and precision arguments are added by the worker (it knows
+    whether CUDA is there); ``trainer.llamafactory.extra_args`` are merged last, by the worker.
     """
     model, trainer = job.model, job.trainer
     lf, sft = trainer.llamafactory, trainer.sft
@@ -125,6 +116,8 @@ def build_train_args(
     if lf.nproc_per_node < 1:
         raise LlamaFactoryError("trainer.llamafactory.nproc_per_node must be >= 1")
     name, _ = model_source(model.name_or_path)
+    samples = len(job.train_rows) if n_samples is None else n_samples
+    plan = plan_batches(trainer, n_rows=samples, rl=False, devices=lf.nproc_per_node)
     args: dict[str, Any] = {
         "stage": "sft",
         "do_train": True,
@@ -139,13 +132,11 @@ def build_train_args(
         "preprocessing_num_workers": lf.preprocessing_num_workers,
         "output_dir": str(job.run.checkpoint_dir.resolve()),
         "overwrite_output_dir": resume_from is None,
-        "per_device_train_batch_size": trainer.micro_batch_size,
-        "gradient_accumulation_steps": grad_accumulation(
-            trainer.batch_size, trainer.micro_batch_size, lf.nproc_per_node
-        ),
+        "per_device_train_batch_size": plan.micro_batch,
+        "gradient_accumulation_steps": plan.accumulation,
         "learning_rate": trainer.learning_rate,
-        "num_train_epochs": trainer.epochs,
-        "max_steps": trainer.max_steps,
+        "max_steps": plan.steps,
+        "dataloader_drop_last": True,  # a partial last batch is dropped (batching's rule)
         "lr_scheduler_type": sft.lr_scheduler,
         "warmup_ratio": sft.warmup_ratio,
         "weight_decay": trainer.weight_decay,

@@ -11,7 +11,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-IGNORE_INDEX = -100
+from aworld_rl_core.segments import IGNORE_INDEX
 
 
 def mean_token_cross_entropy(logits: Any, labels: Any, segments: Any = None) -> Any:

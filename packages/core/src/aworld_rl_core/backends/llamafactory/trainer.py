@@ -2,7 +2,7 @@
 
 LLaMA-Factory has no hook for a custom token loss: ``run_sft`` builds
 ``llamafactory.train.sft.workflow.CustomSeq2SeqTrainer`` itself, looking the name up at call
-time. :func:`install_token_loss` replaces that name with a subclass whose ``compute_loss``
+time. :func:`install_trainer` replaces that name with a subclass whose ``compute_loss``
 calls ``loss(logits, labels, segments)`` on the shifted logits and labels.
 """
 
@@ -10,58 +10,59 @@ from __future__ import annotations
 
 import json
 import math
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
 from transformers import TrainerCallback
 
-from aworld_rl_core.backends.llamafactory.segments import IGNORE_INDEX, segment_masks
+from aworld_rl_core.backends.batching import DropLastInTrainingOnly
 from aworld_rl_core.backends.loss_hooks import TokenLossMixin
+from aworld_rl_core.segments import DEFAULT_SEGMENTS, label_segments
 
 LOSS_STATE_FILE = "token_loss.pt"
-THINK_TAGS = ("<think>", "</think>")
 
 
-def tag_ids(tokenizer: Any, tag: str) -> list[int]:
-    """Token ids of ``tag`` without special tokens (one id when the tag is an added token)."""
-    ids = list(tokenizer.encode(tag, add_special_tokens=False))
-    if not ids:
-        raise ValueError(f"the tokenizer encodes {tag!r} to no tokens")
-    return ids
-
-
-def token_loss_trainer(base: type, loss: Any) -> type:
+def token_loss_trainer(
+    base: type, loss: Any, segments: Mapping[str, tuple[str, str]] = DEFAULT_SEGMENTS
+) -> type:
     """A subclass of LLaMA-Factory's ``base`` SFT trainer that trains on ``loss``.
 
     ``loss(logits, labels, segments)`` gets ``logits[:, :-1]`` and ``labels[:, 1:]`` (so
-    ``logits[b, t]`` predicts ``labels[b, t]``; -100 = ignore) and the segment masks found from
-    the think tags. An ``nn.Module`` loss is handled as :class:`TokenLossMixin` says (device,
-    optimizer, checkpoints, ``loss_alpha``).
+    ``logits[b, t]`` predicts ``labels[b, t]``; -100 = ignore) and the segment masks core's
+    marker finds in the supervised text (``segments.label_segments``: by character offsets, so
+    tags that merge with neighbouring characters are found). An ``nn.Module`` loss is handled as
+    :class:`TokenLossMixin` says (device, optimizer, checkpoints, ``loss_alpha``).
     """
+    kinds = dict(segments)
 
     class TokenLossTrainer(TokenLossMixin, base):
         loss_state_file = LOSS_STATE_FILE
 
         def __init__(self, *args: Any, **kwargs: Any) -> None:
             super().__init__(*args, **kwargs)
-            self._think_ids = [tag_ids(self.processing_class, tag) for tag in THINK_TAGS]
             self.use_token_loss(loss)
 
         def shift_and_segment(self, logits: Any, labels: Any, segment_inputs: Any) -> tuple:
             shifted = labels[:, 1:]
-            open_ids, close_ids = self._think_ids
-            segments = segment_masks(shifted, open_ids, close_ids, ignore_index=IGNORE_INDEX)
-            return logits[:, :-1, :], shifted, segments
+            masks = label_segments(self.processing_class, shifted, kinds)
+            return logits[:, :-1, :], shifted, masks
 
     TokenLossTrainer.__name__ = TokenLossTrainer.__qualname__ = f"TokenLoss{base.__name__}"
     return TokenLossTrainer
 
 
-def install_token_loss(loss: Any) -> type:
-    """Make LLaMA-Factory's ``run_sft`` build a :func:`token_loss_trainer` around ``loss``."""
+def install_trainer(
+    loss: Any = None, segments: Mapping[str, tuple[str, str]] = DEFAULT_SEGMENTS
+) -> type:
+    """Make LLaMA-Factory's ``run_sft`` build its trainer with batching's rule (the partial last
+    batch dropped in training only) and, given a ``loss``, a :func:`token_loss_trainer`."""
     import llamafactory.train.sft.workflow as sft_workflow
 
-    patched = token_loss_trainer(sft_workflow.CustomSeq2SeqTrainer, loss)
+    base = sft_workflow.CustomSeq2SeqTrainer
+    patched: type = type(base.__name__, (DropLastInTrainingOnly, base), {})
+    if loss is not None:
+        patched = token_loss_trainer(patched, loss, segments)
     sft_workflow.CustomSeq2SeqTrainer = patched
     return patched
 

@@ -53,11 +53,15 @@ def main(argv: list[str] | None = None) -> int:
         resolved = yaml.safe_dump(train_args, sort_keys=False)
         Path(spec["resolved_args"]).write_text(resolved, encoding="utf-8")
 
-    from aworld_rl_core.backends.llamafactory.trainer import EventsCallback, install_token_loss
+    from aworld_rl_core.backends.llamafactory.trainer import EventsCallback, install_trainer
+    from aworld_rl_core.segments import DEFAULT_SEGMENTS
 
+    loss = None
     if spec.get("loss"):
         with open(spec["loss"], "rb") as fh:
-            install_token_loss(pickle.load(fh))
+            loss = pickle.load(fh)
+    segments = {name: tuple(tags) for name, tags in (spec.get("segments") or {}).items()}
+    install_trainer(loss, segments or DEFAULT_SEGMENTS)
 
     from llamafactory.train.tuner import run_exp
 

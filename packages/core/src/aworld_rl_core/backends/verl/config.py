@@ -2,8 +2,9 @@
 
 Algorithm knobs (group size, KL, clip ranges, entropy, lengths, sampling) come from
 ``trainer.rl``; optimisation knobs (lr, batch sizes, steps, seed, checkpoints) from ``trainer``.
-This class holds what only verl has: where it runs, the rollout engine, and verl's names for
-the estimator, loss and agent loop.
+This class holds what only verl has: where it runs, the rollout engine, verl's names for the
+estimator, loss and agent loop, and PPO's own parts: GAE (``gamma``, ``lam``), the KL penalty in
+the reward (``kl_in_reward``) and the critic (``critic``, used with ``adv_estimator=gae``).
 """
 
 from __future__ import annotations
@@ -12,6 +13,29 @@ from dataclasses import dataclass
 from typing import Literal
 
 from aworld_rl_core.config import option
+
+
+@dataclass(frozen=True, kw_only=True)
+class CriticConfig:
+    """verl's critic, the value model GAE needs (used only with ``adv_estimator=gae``)."""
+
+    model_path: str = option(
+        "", help="the critic's initial weights (a value head is added); empty: the policy's model"
+    )
+    learning_rate: float = option(1e-5, help="critic learning rate", gt=0)
+    warmup_ratio: float = option(0.0, help="critic LR warm-up fraction of the steps", ge=0, le=1)
+    warmup_steps: int = option(
+        0,
+        help="steps that train only the critic before the actor starts (trainer.critic_warmup)",
+        ge=0,
+    )
+    micro_batch_size: int | None = option(
+        None, help="critic samples per forward pass per GPU; default: trainer.micro_batch_size"
+    )
+    cliprange_value: float = option(0.5, help="value clipping range", gt=0)
+    gradient_checkpointing: bool = option(True, help="activation checkpointing in the critic")
+    param_offload: bool = option(False, help="FSDP: offload critic parameters to CPU")
+    optimizer_offload: bool = option(False, help="FSDP: offload critic optimizer states to CPU")
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -51,6 +75,26 @@ class VerlConfig:
     max_prompt_length: int = option(
         2048, help="max prompt tokens (longer prompts are filtered out)"
     )
+    gamma: float = option(1.0, help="GAE discount (adv_estimator=gae)", ge=0, le=1)
+    lam: float = option(1.0, help="GAE lambda (adv_estimator=gae)", ge=0, le=1)
+    kl_in_reward: bool = option(
+        False,
+        help="PPO's KL penalty: subtract kl_in_reward_coef x KL(policy || reference) from the "
+        "token rewards (trainer.rl.kl_coef is the KL *loss*; set it to 0 with this)",
+    )
+    kl_in_reward_coef: float = option(0.001, help="KL-in-reward coefficient", ge=0)
+    kl_in_reward_ctrl: Literal["fixed", "adaptive"] = option(
+        "fixed", help="KL-in-reward controller (adaptive targets kl_in_reward_target)"
+    )
+    kl_in_reward_target: float = option(0.1, help="adaptive controller: target KL", gt=0)
+    kl_penalty: Literal["kl", "abs", "mse", "low_var_kl", "full"] = option(
+        "kl", help="KL estimator of the in-reward penalty"
+    )
+    actor_warmup_ratio: float = option(
+        0.0, help="actor LR warm-up fraction of the steps", ge=0, le=1
+    )
+    ppo_epochs: int = option(1, help="PPO epochs over each batch (actor and critic)", ge=1)
+    critic: CriticConfig = option(factory=CriticConfig, help="the critic (adv_estimator=gae)")
     mini_batch_size: int | None = option(
         None, help="prompts per PPO mini-batch (actor update); default: trainer.batch_size"
     )

@@ -24,8 +24,11 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from aworld_rl_core.backends.verl.specs import SPEC_KEY, EpisodeSpec, reward_refs
+from aworld_rl_core.backends.batching import plan_batches
+from aworld_rl_core.backends.verl.specs import EpisodeSpec, reward_refs
 from aworld_rl_core.errors import ConfigError
+from aworld_rl_core.records.record import RecordError
+from aworld_rl_core.records.verl_rows import SINGLE_TURN_LOOP, to_verl_row, write_parquet
 from aworld_rl_core.refs import Ref, to_jsonable
 
 if TYPE_CHECKING:
@@ -36,7 +39,6 @@ if TYPE_CHECKING:
 REWARD_MODULE = "pkg://aworld_rl_core.backends.verl.reward"
 STOP_CALLBACK = "aworld_rl_core.backends.verl.stopping.StopRuleCallback"
 STOP_RULE_KEY = "trainer.aworld_stop_rule"
-SINGLE_TURN_LOOP = "single_turn_agent"
 METRICS_FILE = "verl_metrics.jsonl"
 _SAFE = re.compile(r"^[A-Za-z0-9_\-+./:@~]+$")
 _KEYWORDS = {"null", "true", "false", "nan", "inf", "-inf", "~"}
@@ -94,57 +96,6 @@ def episode_specs(job: TrainJob, rows: Sequence[Mapping[str, Any]]) -> list[Epis
     ]
 
 
-def _prompt(row: Mapping[str, Any], index: int) -> list[dict[str, Any]]:
-    prompt = row.get("prompt")
-    if isinstance(prompt, str):
-        return [{"role": "user", "content": prompt}]
-    if (
-        isinstance(prompt, Sequence)
-        and prompt
-        and all(isinstance(m, Mapping) and "role" in m for m in prompt)
-    ):
-        return [{"role": str(m["role"]), "content": str(m.get("content") or "")} for m in prompt]
-    raise ConfigError(
-        f"row {index} has no 'prompt' (a string or a list of chat messages with 'role' and "
-        "'content'); RL rows need one"
-    )
-
-
-def verl_row(
-    row: Mapping[str, Any], index: int, split: str, spec: EpisodeSpec, agent_loop: str
-) -> dict[str, Any]:
-    """One RLHFDataset row: prompt, data source, ground truth and our spec in ``extra_info``."""
-    truth = row.get("ground_truth", "")
-    return {
-        "data_source": str(row.get("data_source") or "aworld"),
-        "agent_name": agent_loop if spec.env is not None else SINGLE_TURN_LOOP,
-        "prompt": _prompt(row, index),
-        "ability": str(row.get("ability") or "agent"),
-        "reward_model": {
-            "style": "rule",
-            "ground_truth": truth if isinstance(truth, str) else json.dumps(truth),
-        },
-        "extra_info": {"index": index, "split": split, SPEC_KEY: spec.dumps()},
-    }
-
-
-def write_parquet(rows: Sequence[Mapping[str, Any]], path: Path) -> Path:
-    """Write rows as parquet (pyarrow; the file verl's RLHFDataset reads)."""
-    try:
-        import pyarrow as pa
-        import pyarrow.parquet as pq
-    except ModuleNotFoundError:
-        raise ConfigError(
-            "writing verl's parquet needs pyarrow: pip install pyarrow (or aworld-rl-core[verl])"
-        ) from None
-
-    if not rows:
-        raise ConfigError(f"no rows to write to {path}: the training set is empty")
-    path.parent.mkdir(parents=True, exist_ok=True)
-    pq.write_table(pa.Table.from_pylist([dict(r) for r in rows]), path)
-    return path
-
-
 def with_prompt(job: TrainJob, row: Mapping[str, Any]) -> Mapping[str, Any]:
     """The row, with the environment's opening messages as its prompt when it has none."""
     factory = job.env_factory()
@@ -158,22 +109,23 @@ def with_prompt(job: TrainJob, row: Mapping[str, Any]) -> Mapping[str, Any]:
 
 
 def write_data(job: TrainJob, data_dir: Path) -> tuple[Path, Path]:
-    """``train.parquet`` and ``val.parquet`` (val = the first train rows when no eval rows)."""
+    """``train.parquet`` and ``val.parquet`` (val = the first train rows when no eval rows),
+    written by core's one verl row writer (``records.to_verl_row``)."""
     loop = job.trainer.verl.agent_loop
     rows = [with_prompt(job, r) for r in job.train_rows]
-    train = [
-        verl_row(r, i, "train", spec, loop)
-        for i, (r, spec) in enumerate(zip(rows, episode_specs(job, rows), strict=True))
-    ]
     evals = [with_prompt(job, r) for r in job.eval_rows] or rows[: max(1, job.trainer.batch_size)]
-    val = [
-        verl_row(r, i, "val", spec, loop)
-        for i, (r, spec) in enumerate(zip(evals, episode_specs(job, evals), strict=True))
-    ]
-    return (
-        write_parquet(train, data_dir / "train.parquet"),
-        write_parquet(val, data_dir / "val.parquet"),
-    )
+    paths = []
+    for split, part in (("train", rows), ("val", evals)):
+        specs = episode_specs(job, part)
+        try:
+            table = [
+                to_verl_row(r, i, split=split, spec=spec, agent_name=loop)
+                for i, (r, spec) in enumerate(zip(part, specs, strict=True))
+            ]
+            paths.append(write_parquet(table, data_dir / f"{split}.parquet"))
+        except RecordError as exc:
+            raise ConfigError(str(exc)) from None
+    return paths[0], paths[1]
 
 
 # ------------------------------------------------------------------------------ overrides
@@ -188,13 +140,6 @@ class LaunchPaths:
     checkpoint_dir: str
     metrics_file: str | None = None
     experiment_name: str = "run"
-
-
-def total_steps(trainer: TrainerConfig, n_rows: int) -> int:
-    """Optimizer steps verl will run (its dataloader drops the last partial batch)."""
-    if trainer.max_steps > 0:
-        return trainer.max_steps
-    return max(1, n_rows // trainer.batch_size) * max(1, math.ceil(trainer.epochs))
 
 
 def build_overrides(
@@ -226,7 +171,8 @@ def build_overrides(
             f"trainer.verl.mini_batch_size={mini} must divide trainer.batch_size="
             f"{trainer.batch_size}"
         )
-    steps = total_steps(trainer, n_rows)
+    # steps and samples per step as every backend counts them (verl checks its own GPU split)
+    steps = plan_batches(trainer, n_rows=n_rows, rl=True, strict=not verl.dry_run).steps
     save_freq = trainer.save_steps if trainer.save_steps > 0 else steps
     if verl.dynamic_batch_size and verl.max_tokens_per_gpu < (
         verl.max_prompt_length + rl.max_response_tokens
@@ -281,14 +227,18 @@ def build_overrides(
         f"{ar}.rollout.multi_turn.max_assistant_turns": rl.max_turns,
         f"{ar}.rollout.agent.num_workers": verl.agent_workers,
         f"{ar}.rollout.agent.default_agent_loop": verl.agent_loop if uses_env else SINGLE_TURN_LOOP,
+        f"{ar}.actor.optim.lr_warmup_steps_ratio": verl.actor_warmup_ratio,
+        f"{ar}.actor.ppo_epochs": verl.ppo_epochs,
         "algorithm.adv_estimator": verl.adv_estimator,
-        "algorithm.use_kl_in_reward": False,
+        "algorithm.gamma": verl.gamma,
+        "algorithm.lam": verl.lam,
+        "algorithm.use_kl_in_reward": verl.kl_in_reward,
         "reward.custom_reward_function.path": REWARD_MODULE,
         "reward.custom_reward_function.name": "compute_score",
         "trainer.nnodes": verl.nnodes,
         "trainer.n_gpus_per_node": verl.gpus_per_node,
         "trainer.total_epochs": max(1, math.ceil(trainer.epochs)),
-        "trainer.total_training_steps": trainer.max_steps if trainer.max_steps > 0 else None,
+        "trainer.total_training_steps": steps,
         "trainer.save_freq": save_freq,
         "trainer.test_freq": verl.test_freq,
         "trainer.val_before_train": verl.val_before_train,
@@ -299,6 +249,14 @@ def build_overrides(
     }
     if rl.dual_clip is not None:
         o[f"{ar}.actor.clip_ratio_c"] = rl.dual_clip
+    if verl.kl_in_reward:
+        o["algorithm.kl_penalty"] = verl.kl_penalty
+        o["algorithm.kl_ctrl.type"] = verl.kl_in_reward_ctrl
+        o["algorithm.kl_ctrl.kl_coef"] = verl.kl_in_reward_coef
+        if verl.kl_in_reward_ctrl == "adaptive":
+            o["algorithm.kl_ctrl.target_kl"] = verl.kl_in_reward_target
+    if verl.adv_estimator == "gae":
+        o.update(critic_overrides(trainer, mini, model.name_or_path))
     o.update(_memory_overrides(verl))
     if validation is not None:
         o.update(_validation_overrides(validation, verl, trainer.save_steps))
@@ -350,6 +308,25 @@ def _validation_overrides(validation: Any, verl: Any, save_steps: int) -> dict[s
         o[f"+{STOP_RULE_KEY}"] = json.dumps(stop.to_json(), separators=(",", ":"))
         o["trainer.save_freq"] = save_steps if save_steps > 0 else validation.every
     return o
+
+
+def critic_overrides(trainer: TrainerConfig, mini_batch: int, policy: str) -> dict[str, Any]:
+    """verl's critic settings (GAE): its model (default: the policy's; verl's own default is a
+    placeholder path), optimiser, batches, value clipping and FSDP."""
+    critic, verl = trainer.verl.critic, trainer.verl
+    return {
+        "critic.model.path": critic.model_path or policy,
+        "critic.optim.lr": critic.learning_rate,
+        "critic.optim.lr_warmup_steps_ratio": critic.warmup_ratio,
+        "critic.ppo_mini_batch_size": mini_batch,
+        "critic.ppo_micro_batch_size_per_gpu": critic.micro_batch_size or trainer.micro_batch_size,
+        "critic.ppo_epochs": verl.ppo_epochs,
+        "critic.cliprange_value": critic.cliprange_value,
+        "critic.model.enable_gradient_checkpointing": critic.gradient_checkpointing,
+        "critic.fsdp.param_offload": critic.param_offload,
+        "critic.fsdp.optimizer_offload": critic.optimizer_offload,
+        "trainer.critic_warmup": critic.warmup_steps,
+    }
 
 
 def override_key(override: str) -> str:

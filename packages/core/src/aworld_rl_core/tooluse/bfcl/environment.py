@@ -55,7 +55,7 @@ class BfclMultiTurnEnv:
         self,
         entry: BfclEntry,
         *,
-        protocol: str = "funreason_mt",
+        protocol: str = "think_tool_python",
         reward: Reward = "binary",
         max_steps_per_turn: int = BFCL_STEP_LIMIT,
         opening: Sequence[Message] | None = None,
@@ -72,9 +72,9 @@ class BfclMultiTurnEnv:
         self.max_steps_per_turn = max_steps_per_turn
         self.opening = [dict(m) for m in opening] if opening else None
         options: dict[str, Any] = {}
-        if protocol == "funreason_mt":
+        if protocol == "think_tool_python":
             options = {"allow_both": False}
-        if protocol in ("funreason", "funreason_mt"):
+        if protocol in ("think_python", "think_tool_python"):
             docs = [*entry.functions, *(d for ds in entry.missed_functions.values() for d in ds)]
             options["signatures"] = signatures_from_tools(docs)
         self._parse = get_parser(protocol, **options)

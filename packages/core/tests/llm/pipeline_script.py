@@ -9,7 +9,8 @@ import asyncio
 import json
 import sys
 
-from aworld_rl_core.llm import OpenAIClient, RetryPolicy
+from job_script import scripted_client
+
 from aworld_rl_core.pipeline import Failed, Passed, Pipeline, Stage
 
 
@@ -24,13 +25,7 @@ async def rule(item, ctx):
 
 async def main() -> None:
     base_url, path, n = sys.argv[1], sys.argv[2], int(sys.argv[3])
-    client = OpenAIClient(
-        base_url=base_url,
-        model="scripted-model",
-        api_key_env=None,
-        concurrency=4,
-        retry=RetryPolicy(max_retries=2, base_delay_s=0.05),
-    )
+    client = scripted_client(base_url)
     pipe = Pipeline([Stage("ask", ask), Stage("rule", rule)], clients={"llm": client}, key="id")
     items = ({"id": f"q{i}", "n": i, "q": f"question {i}"} for i in range(n))
     report = await pipe.run(items, path, concurrency=4, fsync="always")
