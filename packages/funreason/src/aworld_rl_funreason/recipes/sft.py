@@ -211,7 +211,7 @@ def dry_run(job: Any) -> RunResult:
     if trainer.backend == "llamafactory":
         lf = trainer.llamafactory
         args = build_train_args(
-            job, run.dir / "llamafactory" / "data", has_eval=False, resume_from=None
+            job, run.dir / "llamafactory" / "data", has_eval=False, resume_from=None, strict=False
         )
         cmd = command(lf.python or "python", lf.nproc_per_node, run.dir / "llamafactory/spec.json")
         lines += ["## command", "", "    " + " ".join(map(str, cmd)), ""]

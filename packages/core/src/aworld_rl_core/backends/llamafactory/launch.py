@@ -94,12 +94,14 @@ def build_train_args(
     has_eval: bool,
     resume_from: Path | None,
     n_samples: int | None = None,
+    strict: bool = True,
 ) -> dict[str, Any]:
     """LLaMA-Factory ``run_exp`` arguments from our model and trainer configs.
 
     Batches and steps come from ``batching.plan_batches`` over the ``n_samples`` written
-    (default: the job's rows). Device and precision arguments are added by the worker (it knows
-    whether CUDA is there); ``trainer.llamafactory.extra_args`` are merged last, by the worker.
+    (default: the job's rows; ``strict=False`` for a dry run on sample data). Device and
+    precision arguments are added by the worker (it knows whether CUDA is there);
+    ``trainer.llamafactory.extra_args`` are merged last, by the worker.
     """
     model, trainer = job.model, job.trainer
     lf, sft = trainer.llamafactory, trainer.sft
@@ -117,7 +119,7 @@ def build_train_args(
         raise LlamaFactoryError("trainer.llamafactory.nproc_per_node must be >= 1")
     name, _ = model_source(model.name_or_path)
     samples = len(job.train_rows) if n_samples is None else n_samples
-    plan = plan_batches(trainer, n_rows=samples, rl=False, devices=lf.nproc_per_node)
+    plan = plan_batches(trainer, n_rows=samples, rl=False, devices=lf.nproc_per_node, strict=strict)
     args: dict[str, Any] = {
         "stage": "sft",
         "do_train": True,
