@@ -13,6 +13,7 @@ sys.path.insert(0, str(Path(__file__).parent))  # verl_toys
 from verl_toys import ToyPlugin
 
 from aworld_rl_core import registry
+from aworld_rl_core.testing.verl_loop import compose_verl
 
 
 @pytest.fixture(scope="session")
@@ -33,16 +34,6 @@ def toy_registry():
     reg = registry.build_registry(extra=[("toy", ToyPlugin())])
     with registry.use_registry(reg):
         yield reg
-
-
-def compose_verl(overrides: list[str]):
-    """verl's ``ppo_trainer`` config with ``overrides`` applied, as ``main_ppo`` would see it."""
-    import verl
-    from hydra import compose, initialize_config_dir
-
-    config_dir = Path(verl.__file__).parent / "trainer" / "config"
-    with initialize_config_dir(config_dir=str(config_dir), version_base=None):
-        return compose(config_name="ppo_trainer", overrides=overrides)
 
 
 @pytest.fixture(scope="session")

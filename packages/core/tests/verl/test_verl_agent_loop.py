@@ -27,6 +27,7 @@ from aworld_rl_core.backends.verl.launcher import LaunchPaths, build_overrides
 from aworld_rl_core.backends.verl.specs import SPEC_KEY, EpisodeSpec
 from aworld_rl_core.engine import ChatCodec
 from aworld_rl_core.refs import Ref
+from aworld_rl_core.testing import verl_loop
 
 LOGPROB = -0.5
 
@@ -51,35 +52,6 @@ class ScriptedServer:
         return TokenOutput(token_ids=ids, log_probs=[LOGPROB] * len(ids), stop_reason="completed")
 
 
-def make_loop(verl_compose, tokenizer, server, *, max_turns=5, response_length=256):
-    import hydra
-    from verl.experimental.agent_loop.agent_loop import (
-        DictConfigWrap,
-        ToolListWrap,
-        _agent_loop_registry,
-    )
-    from verl.utils.dataset.rl_dataset import RLHFDataset
-
-    rl = RLConfig(max_turns=max_turns, max_response_tokens=response_length)
-    trainer = TrainerConfig(backend="verl", batch_size=1, rl=rl, verl=VerlConfig())
-    paths = LaunchPaths(train_file="t.parquet", val_file="v.parquet", checkpoint_dir="ckpt")
-    overrides = build_overrides(
-        ModelConfig(name_or_path="qwen3"), trainer, paths, n_rows=1, uses_env=True
-    )
-    cfg = verl_compose(overrides)
-    return hydra.utils.instantiate(
-        _agent_loop_registry["aworld_env"],
-        trainer_config=DictConfigWrap(cfg),
-        server_manager=server,
-        tokenizer=tokenizer,
-        processor=None,
-        hf_model_type="qwen3",
-        dataset_cls=RLHFDataset,
-        data_config=DictConfigWrap(cfg.data),
-        tools=ToolListWrap([]),
-    )
-
-
 def run_episode(loop, spec: EpisodeSpec):
     params = {"temperature": 1.0, "top_p": 1.0, "top_k": -1, "logprobs": True}
     raw_prompt = [{"role": "user", "content": "unused: the environment opens the episode"}]
@@ -101,12 +73,10 @@ def segments(tokenizer, ids, mask):
 
 
 @pytest.fixture
-def agent_loop(verl_compose, qwen3_tokenizer, toy_registry):
-    import aworld_rl_core.backends.verl.entry_point  # noqa: F401  (the entry point; registers)
-
+def agent_loop(qwen3_tokenizer, toy_registry):
     def build(replies, **kw):
         server = ScriptedServer(qwen3_tokenizer, replies)
-        return make_loop(verl_compose, qwen3_tokenizer, server, **kw), server
+        return verl_loop.agent_loop(qwen3_tokenizer, server, **kw), server
 
     return build
 

@@ -6,17 +6,14 @@ the LLM server is a test double answering the way vLLM does with ``stop``.
 """
 
 import json
-from pathlib import Path
 
 import pytest
 
 pytest.importorskip("verl.trainer")
 
-from aworld_rl_core.backends.config import ModelConfig, RLConfig, TrainerConfig
-from aworld_rl_core.backends.verl.config import VerlConfig
-from aworld_rl_core.backends.verl.launcher import LaunchPaths, build_overrides
 from aworld_rl_core.backends.verl.specs import SPEC_KEY, EpisodeSpec
 from aworld_rl_core.refs import Ref
+from aworld_rl_core.testing.verl_loop import agent_loop
 from aworld_rl_rag_r1.observations import CLOSE, OPEN
 
 
@@ -39,50 +36,10 @@ class VllmDouble:
         return TokenOutput(token_ids=ids, log_probs=[-0.5] * len(ids), stop_reason="completed")
 
 
-def _loop(tokenizer, server):
-    import hydra
-    import verl
-    from hydra import compose, initialize_config_dir
-    from verl.experimental.agent_loop.agent_loop import (
-        DictConfigWrap,
-        ToolListWrap,
-        _agent_loop_registry,
-    )
-    from verl.utils.dataset.rl_dataset import RLHFDataset
-
-    import aworld_rl_core.backends.verl.entry_point  # noqa: F401  (registers the agent loop)
-
-    trainer = TrainerConfig(
-        backend="verl",
-        batch_size=1,
-        rl=RLConfig(max_turns=6, max_response_tokens=4096),
-        verl=VerlConfig(),
-    )
-    paths = LaunchPaths(train_file="t.parquet", val_file="v.parquet", checkpoint_dir="ckpt")
-    overrides = build_overrides(
-        ModelConfig(name_or_path="qwen3"), trainer, paths, n_rows=1, uses_env=True
-    )
-    with initialize_config_dir(
-        str(Path(verl.__file__).parent / "trainer" / "config"), version_base=None
-    ):
-        cfg = compose(config_name="ppo_trainer", overrides=overrides)
-    return hydra.utils.instantiate(
-        _agent_loop_registry["aworld_env"],
-        trainer_config=DictConfigWrap(cfg),
-        server_manager=server,
-        tokenizer=tokenizer,
-        processor=None,
-        hf_model_type="qwen3",
-        dataset_cls=RLHFDataset,
-        data_config=DictConfigWrap(cfg.data),
-        tools=ToolListWrap([]),
-    )
-
-
 def test_information_is_masked_in_verl_agent_loop(hash_index, world, tiny_tokenizer):
     q = world[1][0]
     server = VllmDouble(tiny_tokenizer, q["decomposition"][:2], q["golden_answers"][0])
-    loop = _loop(tiny_tokenizer, server)
+    loop = agent_loop(tiny_tokenizer, server, max_turns=6, response_length=4096)
     options = {"retriever": {"backend": "local", "index": str(hash_index)}}
     row = {"question": q["question"], "golden_answers": q["golden_answers"]}
     spec = EpisodeSpec(task=row, env=Ref("rag_r1.search", kwargs=options), max_new_tokens=64)
