@@ -22,7 +22,9 @@ from aworld_rl_core.testing.contracts import BackendContract, heavy_modules_afte
 
 def test_train_args_map_our_config(tmp_path):
     job = make_job(tmp_path / "run", batch_size=8, micro_batch_size=2, save_steps=0)
-    args = launch.build_train_args(job, tmp_path / "data", has_eval=True, resume_from=None)
+    args = launch.build_train_args(
+        job, tmp_path / "data", has_eval=True, resume_from=None, n_samples=8
+    )
     assert args["stage"] == "sft" and args["do_train"] is True
     assert args["model_name_or_path"] == "tiny:qwen3"  # the worker substitutes the tiny path
     assert args["dataset"] == "train" and args["eval_dataset"] == "eval"

@@ -32,7 +32,9 @@ def lf_loader(lf_home, tmp_path_factory):
     model_dir = tiny_model_dir("qwen3", 0)
 
     def load(job, data_dir):
-        args = launch.build_train_args(job, data_dir, has_eval=False, resume_from=None)
+        args = launch.build_train_args(  # the data path only: one sample is enough
+            job, data_dir, has_eval=False, resume_from=None, strict=False
+        )
         args.update(device_args("float32", cuda=False, bf16_ok=False))
         args["model_name_or_path"] = str(model_dir)
         model_args, data_args, training_args, _, _ = get_train_args(args)
