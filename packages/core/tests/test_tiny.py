@@ -158,6 +158,47 @@ def test_tiny_vl_model_takes_an_image_on_cpu():
         vl.processor(text, [image, image])
 
 
+def test_tiny_text_models_take_a_size_in_their_name(tmp_path, monkeypatch):
+    from aworld_rl_core.models import TinySize, parse_tiny
+
+    monkeypatch.setenv("AWORLD_RL_HOME", str(tmp_path))
+    assert parse_tiny("qwen3") == ("qwen3", TinySize(hidden=32, layers=2))
+    assert parse_tiny("qwen2:layers=3") == ("qwen2", TinySize(hidden=32, layers=3))
+    name = "tiny:qwen3:hidden=64,layers=3"
+    model, tok = load_model_and_tokenizer(ModelConfig(name_or_path=name))
+    config = model.config
+    assert (config.hidden_size, config.num_hidden_layers, config.intermediate_size) == (64, 3, 128)
+    assert (config.num_attention_heads, config.head_dim) == (4, 16)
+    assert tiny_model_dir("qwen3:hidden=64,layers=3") == tmp_path / "tiny" / (
+        "qwen3-hidden64-layers3-seed0"
+    )
+    assert tiny_model_dir("qwen3:hidden=32,layers=2") == tmp_path / "tiny" / "qwen3-seed0"
+    built = tiny_causal_lm(tok, size=TinySize(hidden=64, layers=3)).state_dict()
+    assert all(torch.equal(v, built[k]) for k, v in model.state_dict().items())
+    ids = torch.tensor([tok("hello world")["input_ids"]])
+    assert model(input_ids=ids).logits.shape == (1, ids.shape[1], 151669)
+
+
+@pytest.mark.parametrize(
+    ("name", "error"),
+    [
+        ("tiny:qwen3:hidden=30", "hidden=30: use a multiple of 8 from 8 to 2048"),
+        ("tiny:qwen3:layers=0", "layers=0: use 1 to 32"),
+        ("tiny:qwen3:width=64", "bad size option 'width=64'.*keys hidden, layers"),
+        ("tiny:qwen3:hidden=6.4e1", "bad size option 'hidden=6.4e1'"),
+        ("tiny:qwen3:hidden=64,hidden=32", "bad size option 'hidden=32'.*each key once"),
+        ("tiny:qwen3:", "bad size option ''"),
+        ("tiny:qwen2_5_vl:hidden=64", "only tiny:qwen3, tiny:qwen2 take a size"),
+        ("tiny:gpt:hidden=64", "unknown tiny model 'tiny:gpt:hidden=64'.*hidden=128,layers=4"),
+    ],
+)
+def test_a_bad_tiny_size_is_a_clear_error(name, error):
+    from aworld_rl_core.models import check_source
+
+    with pytest.raises(ValueError, match=error):
+        check_source(name)
+
+
 def test_tiny_model_dir_rejects_unknown_arch(tmp_path: Path, monkeypatch):
     monkeypatch.setenv("AWORLD_RL_HOME", str(tmp_path))
     with pytest.raises(ValueError, match="unknown tiny architecture"):

@@ -13,13 +13,16 @@ from aworld_rl_core.models.loading import (
     load_vision_model,
     model_dir,
     tiny_arch,
+    tiny_spec,
 )
 from aworld_rl_core.models.processor import ImageTextProcessor
 from aworld_rl_core.models.tiny import (
     TINY_ARCHS,
     TINY_PREFIX,
+    TinySize,
     TinyVL,
     chat_template,
+    parse_tiny,
     qwen3_tokenizer_dir,
     tiny_causal_lm,
     tiny_model_dir,
@@ -31,6 +34,7 @@ __all__ = [
     "TINY_ARCHS",
     "TINY_PREFIX",
     "ImageTextProcessor",
+    "TinySize",
     "TinyVL",
     "chat_template",
     "check_source",
@@ -40,10 +44,12 @@ __all__ = [
     "load_tokenizer",
     "load_vision_model",
     "model_dir",
+    "parse_tiny",
     "qwen3_tokenizer_dir",
     "tiny_arch",
     "tiny_causal_lm",
     "tiny_model_dir",
+    "tiny_spec",
     "tiny_tokenizer",
     "tiny_vl_model",
 ]

@@ -2,8 +2,9 @@
 
 ``model.name_or_path`` is a local directory, a Hugging Face hub id (``Qwen/Qwen2.5-7B-Instruct``;
 with ``HF_HUB_OFFLINE=1`` only what the local cache holds) or ``tiny:<arch>`` (a tiny random
-model, built offline: ``tiny:qwen3``, ``tiny:qwen2``, ``tiny:qwen2_5_vl``). Like a hub id, a
-tiny name means fixed weights (``seed`` 0 by default). Anything else is an error that names the
+model, built offline: ``tiny:qwen3``, ``tiny:qwen2``, ``tiny:qwen2_5_vl``; the text ones take a
+size, ``tiny:qwen3:hidden=128,layers=4``). Like a hub id, a tiny name means fixed weights
+(``seed`` 0 by default). Anything else is an error that names the
 value and the options.
 """
 
@@ -19,6 +20,7 @@ from aworld_rl_core.models.tiny import (
     TINY_ARCHS,
     TINY_PREFIX,
     VISION_ARCHS,
+    parse_tiny,
     tiny_image_processor,
     tiny_model_dir,
     tiny_tokenizer,
@@ -35,14 +37,23 @@ def is_tiny(name_or_path: str) -> bool:
 
 
 def tiny_arch(name: str, allowed: tuple[str, ...] = TINY_ARCHS) -> str:
-    """The architecture of a ``tiny:<arch>`` name, or a clear error."""
-    arch = name[len(TINY_PREFIX) :]
+    """The architecture of a ``tiny:<arch>[:<size>]`` name, or a clear error."""
+    return parse_tiny(tiny_spec(name, allowed), allowed)[0]
+
+
+def tiny_spec(name: str, allowed: tuple[str, ...] = TINY_ARCHS) -> str:
+    """What follows ``tiny:`` (the architecture and any size), checked: the argument of
+    :func:`tiny_model_dir`."""
+    spec = name[len(TINY_PREFIX) :]
+    arch = spec.partition(":")[0]
     if arch not in allowed:
         raise ValueError(
             f"unknown tiny model {name!r}: use one of "
             + ", ".join(TINY_PREFIX + a for a in allowed)
+            + f" (a text model may take a size: {TINY_PREFIX}qwen3:hidden=128,layers=4)"
         )
-    return arch
+    parse_tiny(spec, allowed)
+    return spec
 
 
 def check_source(value: str, key: str = "model.name_or_path") -> str:
@@ -118,7 +129,7 @@ def model_dir(model_cfg: ModelConfig, seed: int = 0) -> str | Path:
     if is_tiny(source):
         # From its saved directory, so the model has a real name_or_path (TRL rebuilds reference
         # models from it); the weights equal the tiny builder's with this seed.
-        return tiny_model_dir(tiny_arch(source), seed)
+        return tiny_model_dir(tiny_spec(source), seed)
     return source
 
 

@@ -7,7 +7,9 @@
   processor, no torchvision).
 - ``tiny_model_dir()``: a tiny model saved to disk, for consumers that need a path.
 
-``tiny:qwen3``, ``tiny:qwen2`` and ``tiny:qwen2_5_vl`` in ``model.name_or_path`` name these.
+``tiny:qwen3``, ``tiny:qwen2`` and ``tiny:qwen2_5_vl`` in ``model.name_or_path`` name these. The
+text models take a size after the architecture: ``tiny:qwen3:hidden=128,layers=4`` (either key;
+default hidden 32, 2 layers; 4 attention heads, MLP twice the hidden size).
 """
 
 from __future__ import annotations
@@ -17,7 +19,7 @@ import functools
 import importlib.util
 import shutil
 import tempfile
-from dataclasses import dataclass
+from dataclasses import dataclass, fields
 from pathlib import Path
 from typing import Any
 
@@ -70,12 +72,61 @@ def check_arch(arch: str, allowed: tuple[str, ...] = TINY_ARCHS) -> str:
     return arch
 
 
-def _text_config(arch: str, vocab_size: int, tokenizer: Any) -> Any:
+@dataclass(frozen=True)
+class TinySize:
+    """Width and depth of a tiny text model (``hidden=128,layers=4`` in its name)."""
+
+    hidden: int = 32
+    layers: int = 2
+
+    def __post_init__(self) -> None:
+        if not (8 <= self.hidden <= 2048 and self.hidden % 8 == 0):
+            raise ValueError(
+                f"tiny model hidden={self.hidden}: use a multiple of 8 from 8 to 2048 "
+                "(4 attention heads, each an even RoPE width)"
+            )
+        if not 1 <= self.layers <= 32:
+            raise ValueError(f"tiny model layers={self.layers}: use 1 to 32")
+
+    @property
+    def label(self) -> str:
+        """``hidden128-layers4`` (empty for the default size)."""
+        if self == TinySize():
+            return ""
+        return "-".join(f"{f.name}{getattr(self, f.name)}" for f in fields(self))
+
+
+def parse_tiny(spec: str, allowed: tuple[str, ...] = TINY_ARCHS) -> tuple[str, TinySize]:
+    """``(arch, size)`` of the part of a tiny name after ``tiny:``: ``qwen3`` or
+    ``qwen3:hidden=128,layers=4``; a clear error for an unknown architecture, key or value."""
+    arch, colon, options = spec.partition(":")
+    check_arch(arch, allowed)
+    if not colon:
+        return arch, TinySize()
+    if arch not in TEXT_ARCHS:
+        raise ValueError(
+            f"tiny:{spec}: only {', '.join('tiny:' + a for a in TEXT_ARCHS)} take a size"
+        )
+    keys = {f.name for f in fields(TinySize)}
+    values: dict[str, int] = {}
+    for item in options.split(","):
+        key, eq, value = item.partition("=")
+        if key not in keys or not eq or not value.strip().isdigit() or key in values:
+            raise ValueError(
+                f"tiny:{spec}: bad size option {item!r}; write key=integer pairs separated by "
+                f"commas, each key once, keys {', '.join(sorted(keys))} "
+                f"(e.g. tiny:{arch}:hidden=128,layers=4)"
+            )
+        values[key] = int(value)
+    return arch, TinySize(**values)
+
+
+def _text_config(arch: str, vocab_size: int, tokenizer: Any, size: TinySize) -> Any:
     common = dict(
         vocab_size=vocab_size,
-        hidden_size=32,
-        intermediate_size=64,
-        num_hidden_layers=2,
+        hidden_size=size.hidden,
+        intermediate_size=2 * size.hidden,
+        num_hidden_layers=size.layers,
         num_attention_heads=4,
         num_key_value_heads=2,
         max_position_embeddings=4096,
@@ -87,23 +138,26 @@ def _text_config(arch: str, vocab_size: int, tokenizer: Any) -> Any:
     if check_arch(arch, TEXT_ARCHS) == "qwen3":
         from transformers import Qwen3Config
 
-        return Qwen3Config(head_dim=8, **common)
+        return Qwen3Config(head_dim=size.hidden // 4, **common)
     from transformers import Qwen2Config
 
     return Qwen2Config(**common)
 
 
-def tiny_causal_lm(tokenizer: Any = None, arch: str = "qwen3", seed: int = 0) -> Any:
-    """A random causal LM (2 layers, hidden 32, tied embeddings: ~4.9M params with Qwen3's vocab).
+def tiny_causal_lm(
+    tokenizer: Any = None, arch: str = "qwen3", seed: int = 0, size: TinySize | None = None
+) -> Any:
+    """A random causal LM (default 2 layers, hidden 32, tied embeddings: ~4.9M params with
+    Qwen3's vocab, nearly all of them the embedding).
 
-    The same ``seed`` gives the same weights. The vocabulary matches ``tokenizer`` (default:
-    ``tiny_tokenizer()``).
+    The same ``seed`` (and ``size``) gives the same weights. The vocabulary matches
+    ``tokenizer`` (default: ``tiny_tokenizer()``).
     """
     import torch
     from transformers import AutoModelForCausalLM, GenerationConfig
 
     tokenizer = tokenizer if tokenizer is not None else _base_tokenizer()
-    config = _text_config(arch, len(tokenizer), tokenizer)
+    config = _text_config(arch, len(tokenizer), tokenizer, size or TinySize())
     with _seeded(seed, torch):
         model = AutoModelForCausalLM.from_config(config)
     model.generation_config = GenerationConfig(
@@ -204,15 +258,17 @@ def tiny_vl_model(seed: int = 0) -> TinyVL:
 
 def tiny_model_dir(arch: str = "qwen3", seed: int = 0) -> Path:
     """The tiny model and tokenizer (and image processor) under
-    ``$AWORLD_RL_HOME/tiny/<arch>-seed<seed>``.
+    ``$AWORLD_RL_HOME/tiny/<arch>[-<size>]-seed<seed>``; ``arch`` may carry a size
+    (``qwen3:hidden=128,layers=4``, see :func:`parse_tiny`).
 
     Written once (atomically) and reused, for consumers that need a path (verl, LLaMA-Factory,
     subprocesses). Loading it gives the same weights as the builder with the same seed.
     """
-    check_arch(arch)
+    arch, size = parse_tiny(arch)
     from aworld_rl_core.runs import aworld_home
 
-    target = aworld_home() / "tiny" / f"{arch}-seed{seed}"
+    name = "-".join(part for part in (arch, size.label, f"seed{seed}") if part)
+    target = aworld_home() / "tiny" / name
     if (target / "config.json").is_file() and (target / "tokenizer_config.json").is_file():
         return target
     target.parent.mkdir(parents=True, exist_ok=True)
@@ -225,7 +281,7 @@ def tiny_model_dir(arch: str = "qwen3", seed: int = 0) -> Path:
             vl.image_processor.save_pretrained(staging)
         else:
             tokenizer = tiny_tokenizer()
-            tiny_causal_lm(tokenizer, arch=arch, seed=seed).save_pretrained(staging)
+            tiny_causal_lm(tokenizer, arch=arch, seed=seed, size=size).save_pretrained(staging)
             tokenizer.save_pretrained(staging)
         try:
             staging.rename(target)

@@ -78,12 +78,12 @@ def write_dataset(
 
 
 def model_source(name_or_path: str) -> tuple[str, str | None]:
-    """(model_name_or_path for LLaMA-Factory, tiny architecture or None)."""
-    from aworld_rl_core.models import check_source, is_tiny, tiny_arch
+    """(model_name_or_path for LLaMA-Factory, tiny architecture and size or None)."""
+    from aworld_rl_core.models import check_source, is_tiny, tiny_spec
 
     if is_tiny(check_source(name_or_path)):
         # the worker materialises the tiny model on disk and substitutes its path
-        return name_or_path, tiny_arch(name_or_path)
+        return name_or_path, tiny_spec(name_or_path)
     return name_or_path, None
 
 
