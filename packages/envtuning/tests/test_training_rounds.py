@@ -163,3 +163,53 @@ def test_warm_start_rows_replay_the_ground_truth_in_the_protocol():
         assert all(r.startswith("<think>") for r in replies)
     with pytest.raises(RuntimeError, match="multi_turn_base_0 scores progress"):
         trajectories(ids[:1], augmentation=False, tool_docs="compact", max_steps_per_turn=1)
+
+
+def test_warm_start_steps_teach_the_tiny_model_a_reply_that_parses(aworld_home, tmp_path):
+    """A real learning signal, cheap: the random tiny model's greedy first reply on a training
+    entry does not parse; after 100 warm-start steps on that entry's ground-truth episode it
+    writes the ground-truth calls (CPU, fixed seed: deterministic)."""
+    from aworld_rl_core.backends.base import TrainJob
+    from aworld_rl_core.backends.config import ModelConfig
+    from aworld_rl_core.models import load_model_and_tokenizer
+    from aworld_rl_core.registry import get_trainer
+    from aworld_rl_core.runs import Run
+    from aworld_rl_core.tooluse import get_parser
+    from aworld_rl_envtuning.recipes.warm_start import WarmStartConfig, sft_trainer, trajectories
+
+    rows = trajectories(
+        ["multi_turn_base_50"], augmentation=False, tool_docs="compact", max_steps_per_turn=20
+    )
+    messages = rows[0]["messages"]
+    prompt = messages[: [m["role"] for m in messages].index("assistant")]
+    parse = get_parser("think_json", think_tag="think")
+
+    def first_reply(name_or_path: str):
+        model, tok = load_model_and_tokenizer(ModelConfig(name_or_path=name_or_path))
+        inputs = tok.apply_chat_template(
+            prompt, add_generation_prompt=True, return_tensors="pt", return_dict=True
+        )
+        out = model.generate(**inputs, max_new_tokens=128, do_sample=False)
+        ids = out[0, inputs["input_ids"].shape[1] :].tolist()
+        return parse(
+            tok.decode(ids[: ids.index(tok.eos_token_id)] if tok.eos_token_id in ids else ids)
+        )
+
+    name = "tiny:qwen2:hidden=64"
+    assert not first_reply(name).ok
+    ws = WarmStartConfig(steps=100, batch_size=1, learning_rate=1e-2)
+    run = Run(tmp_path / "warm-start", name="warm start", quiet=True)
+    try:
+        result = get_trainer("hf-sft")().train(
+            TrainJob(
+                model=ModelConfig(name_or_path=name),
+                trainer=sft_trainer(ws, seed=0),
+                run=run,
+                train_rows=rows,
+            )
+        )
+    finally:
+        run.close()
+    after = first_reply(str(result.outputs["model"]))
+    assert after.ok, after.errors
+    assert [c.name for c in after.calls] == ["lockDoors", "setHeadlights"]

@@ -38,7 +38,12 @@ class WarmStartConfig:
     )
     batch_size: int = option(8, help="samples per optimizer step", ge=1)
     learning_rate: float = option(1e-3, help="constant learning rate", gt=0)
-    max_length: int = option(2048, help="max tokens per sample (an assistant turn in context)")
+    max_length: int = option(2048, help="max tokens per sample (longer samples are cut)")
+    per_turn: bool = option(
+        False,
+        help="one sample per assistant turn in its context (false: one per episode, every "
+        "assistant turn supervised)",
+    )
 
 
 def trajectories(ids: list[str], **env_options: Any) -> list[dict[str, Any]]:
@@ -70,6 +75,21 @@ def trajectories(ids: list[str], **env_options: Any) -> list[dict[str, Any]]:
     return asyncio.run(every())
 
 
+def sft_trainer(ws: WarmStartConfig, seed: int) -> Any:
+    """The ``hf-sft`` trainer settings of a warm start (constant learning rate)."""
+    from aworld_rl_core.backends.config import SFTConfig, TrainerConfig
+
+    return TrainerConfig(
+        backend="hf-sft",
+        learning_rate=ws.learning_rate,
+        max_steps=ws.steps,
+        batch_size=ws.batch_size,
+        micro_batch_size=1,
+        seed=seed,
+        sft=SFTConfig(max_length=ws.max_length, per_turn=ws.per_turn, lr_scheduler="constant"),
+    )
+
+
 def greedy_validation(
     model_path: str, rows: list[dict[str, Any]], env: Any, trainer: Any
 ) -> dict[str, float]:
@@ -97,7 +117,7 @@ def greedy_validation(
 def warm_start(cfg: Any, start: str, split: Split, run: Run) -> str:
     """The model stage 1 starts from: ``start``, or its warm start (see the module doc)."""
     from aworld_rl_core.backends.base import TrainJob
-    from aworld_rl_core.backends.config import SFTConfig, TrainerConfig
+    from aworld_rl_core.backends.config import TrainerConfig
     from aworld_rl_core.config import rebuild
     from aworld_rl_core.registry import get_trainer
     from aworld_rl_core.runs import Run
@@ -122,15 +142,7 @@ def warm_start(cfg: Any, start: str, split: Split, run: Run) -> str:
         # BFCL's cap, so every ground-truth step fits (the training cap may be lower)
         "max_steps_per_turn": max(cfg.env.max_steps_per_turn, 20),
     }
-    sft = TrainerConfig(
-        backend="hf-sft",
-        learning_rate=ws.learning_rate,
-        max_steps=ws.steps,
-        batch_size=ws.batch_size,
-        micro_batch_size=1,
-        seed=cfg.trainer.seed,
-        sft=SFTConfig(max_length=ws.max_length, per_turn=True, lr_scheduler="constant"),
-    )
+    sft = sft_trainer(ws, cfg.trainer.seed)
     sub = Run(folder, name="warm start", resume=run.resume, quiet=True)
     try:
         result = get_trainer("hf-sft")().train(
