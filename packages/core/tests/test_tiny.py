@@ -173,6 +173,10 @@ def test_tiny_text_models_take_a_size_in_their_name(tmp_path, monkeypatch):
         "qwen3-hidden64-layers3-seed0"
     )
     assert tiny_model_dir("qwen3:hidden=32,layers=2") == tmp_path / "tiny" / "qwen3-seed0"
+    from aworld_rl_core.backends.llamafactory.launch import model_source
+
+    # LLaMA-Factory's worker builds the tiny model from this spec (tiny_model_dir)
+    assert model_source(name) == (name, "qwen3:hidden=64,layers=3")
     built = tiny_causal_lm(tok, size=TinySize(hidden=64, layers=3)).state_dict()
     assert all(torch.equal(v, built[k]) for k, v in model.state_dict().items())
     ids = torch.tensor([tok("hello world")["input_ids"]])
