@@ -118,6 +118,8 @@ def test_a_third_backend_owns_its_section(echo_registry, tmp_path, capsys):
 
     assert cli.main(["core.grpo", "--help"]) == 0
     assert "trainer.echo-sft.repeats (int, >= 1, default 2)" in capsys.readouterr().out
+    assert cli.main(["plugins"]) == 0
+    assert "trainer.echo-sft" in capsys.readouterr().out
 
     out = tmp_path / "run"
     args = ["core.grpo", "trainer.backend=echo-sft", *overrides, "--output-dir", str(out)]
@@ -166,11 +168,13 @@ class Dotted:
         register("mypkg.echo", EchoBackend, config=EchoConfig)
 
 
-def test_a_section_needs_a_name_of_its_own():
+def test_a_section_needs_a_name_of_its_own(capsys):
     reg = registry.build_registry(extra=[("misnamed", Misnamed()), ("dotted", Dotted())])
     with registry.use_registry(reg):
         assert "rl" not in backend_sections().classes
         assert "TrainerConfig field" in backend_sections().unavailable["rl"]
         assert load_config(TrainerConfig, overrides=["rl.group_size=3"]).rl.group_size == 3
+        assert cli.main(["plugins"]) == 1
+        assert "config section trainer.rl" in " ".join(capsys.readouterr().out.split())
     (dotted,) = [p for p in reg.plugins if p.name == "dotted"]
     assert dotted.error is not None and "a key holds no '.'" in dotted.error
