@@ -6,6 +6,8 @@ import pytest
 import yaml
 
 from aworld_rl_core import registry
+from aworld_rl_core.backends.config import section
+from aworld_rl_core.backends.verl.config import VerlConfig
 from aworld_rl_core.config import load_config, to_yaml
 from aworld_rl_core.llm.scripted_server import ScriptedLLMServer
 from aworld_rl_core.runs import execute
@@ -95,7 +97,7 @@ def test_paper_presets_carry_the_paper_settings():
     assert cfg.trainer.backend == "verl" and cfg.trainer.learning_rate == 1e-6
     assert (rl.group_size, rl.kl_coef, rl.kl_estimator) == (16, 0.1, "low_var_kl")
     assert (rl.clip_low, rl.clip_high, rl.dual_clip, rl.entropy_coef) == (0.2, 0.28, 10.0, 0.001)
-    assert cfg.trainer.verl.gpus_per_node == 8
+    assert section(cfg.trainer, VerlConfig).gpus_per_node == 8
     assert cfg.stages == paper_stages()
     assert [s.batch_size for s in cfg.stages] == [16, 32, 32, 32]
     assert [s.max_response_tokens for s in cfg.stages] == [10_000, 10_000, 24_576, 24_576]

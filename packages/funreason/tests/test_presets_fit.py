@@ -7,6 +7,8 @@ import json
 
 import pytest
 
+from aworld_rl_core.backends.config import section
+from aworld_rl_core.backends.llamafactory.config import LlamaFactoryConfig
 from aworld_rl_core.config import load_config
 from aworld_rl_core.errors import AworldError
 from aworld_rl_core.runs import execute
@@ -51,7 +53,8 @@ def test_self_refine_trains_like_sft():
             sft.epochs,
             sft.micro_batch_size,
         )
-        assert t.llamafactory.deepspeed == sft.llamafactory.deepspeed
+        lf = LlamaFactoryConfig
+        assert section(t, lf).deepspeed == section(sft, lf).deepspeed
         assert refine.model.name_or_path == "runs/funreason.sft"  # the run, not a guessed subdir
 
 

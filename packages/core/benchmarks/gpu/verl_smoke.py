@@ -52,20 +52,22 @@ def main() -> int:
         rl=RLConfig(
             group_size=4, kl_coef=0.001, max_turns=3, max_new_tokens=64, max_response_tokens=512
         ),
-        verl=VerlConfig(
-            rollout_engine=args.engine,
-            dry_run=args.dry_run,
-            gpus_per_node=1,
-            gpu_memory_utilization=0.4,
-            max_prompt_length=512,
-            agent_workers=2,
-            extra_overrides=(
-                "data.dataloader_num_workers=0",
-                "actor_rollout_ref.rollout.max_num_seqs=64",
-                "ray_kwargs.ray_init.num_cpus=8",
-                "actor_rollout_ref.model.use_remove_padding=false",  # no flash-attn needed
+        sections={
+            "verl": VerlConfig(
+                rollout_engine=args.engine,
+                dry_run=args.dry_run,
+                gpus_per_node=1,
+                gpu_memory_utilization=0.4,
+                max_prompt_length=512,
+                agent_workers=2,
+                extra_overrides=(
+                    "data.dataloader_num_workers=0",
+                    "actor_rollout_ref.rollout.max_num_seqs=64",
+                    "ray_kwargs.ray_init.num_cpus=8",
+                    "actor_rollout_ref.model.use_remove_padding=false",  # no flash-attn needed
+                ),
             ),
-        ),
+        },
     )
     run = Run(out / "run", name="verl-smoke", quiet=True)
     job = TrainJob(

@@ -95,7 +95,10 @@ def _plugins() -> int:
     from rich.markup import escape
     from rich.table import Table
 
+    from aworld_rl_core.backends.config import backend_sections
+
     reg = registry.current()
+    sections = backend_sections()
     console = Console()
     table = Table(title="aworld-rl plugins")
     for column in ("plugin", "package", "version", "registers"):
@@ -105,6 +108,17 @@ def _plugins() -> int:
             f"{kind}: {', '.join(sorted(n for n, e in entries.items() if e.plugin == info.name))}"
             for kind, entries in reg.entries.items()
             if any(e.plugin == info.name for e in entries.values())
+        ]
+        mine = [n for n, e in reg.entries["trainers"].items() if e.plugin == info.name]
+        if any(n in sections.classes for n in mine):
+            owned.append(
+                "config sections: "
+                + ", ".join(f"trainer.{n}" for n in mine if n in sections.classes)
+            )
+        owned += [
+            f"[red]config section trainer.{n}: {escape(sections.unavailable[n])}[/red]"
+            for n in mine
+            if n in sections.unavailable
         ]
         owned += [
             f"[yellow]{kind[:-1]} {name}: blocked, also registered by "
@@ -119,7 +133,7 @@ def _plugins() -> int:
     console.print(table)
     for kind, name in reg.conflicts:
         console.print(f"[yellow]{escape(reg.conflict_message(kind, name))}[/yellow]")
-    return 1 if reg.failures or reg.conflicts else 0
+    return 1 if reg.failures or reg.conflicts or sections.unavailable else 0
 
 
 def _warn_broken_plugins() -> None:

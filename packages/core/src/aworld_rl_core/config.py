@@ -13,10 +13,10 @@ import enum
 import math
 import types
 import typing
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from importlib import resources
 from pathlib import Path
-from typing import Any, Literal, TypeVar, Union
+from typing import Any, Literal, NamedTuple, TypeVar, Union
 
 import yaml
 
@@ -51,6 +51,68 @@ def option(
     if factory is not None:
         return dataclasses.field(default_factory=factory, metadata=metadata)
     return dataclasses.field(default=default, metadata=metadata)
+
+
+class SectionTable(NamedTuple):
+    """The sections a :func:`sections_option` field holds: name -> config class, and the names
+    that are known but not usable (name -> why, e.g. two plugins register it)."""
+
+    classes: Mapping[str, type]
+    unavailable: Mapping[str, str]
+
+
+def sections_option(provider: Callable[[], SectionTable], *, help: str) -> Any:
+    """A config field holding named sections whose classes ``provider()`` gives at parse time
+    (``trainer.sections``: one per registered training backend).
+
+    The field is a ``name -> section`` mapping (every name ``provider`` gives, with its
+    defaults unless set), but its sections are addressed as keys of the parent
+    (``trainer.verl.dry_run``): in YAML, overrides, ``to_dict`` and ``describe``.
+    """
+
+    def defaults() -> dict[str, Any]:
+        return {name: cls() for name, cls in provider().classes.items()}
+
+    return dataclasses.field(
+        default_factory=defaults, metadata={"help": help, "sections": provider}
+    )
+
+
+def section_field(cls: Any) -> dataclasses.Field | None:
+    """The :func:`sections_option` field of config class ``cls`` (None when it has none)."""
+    if not dataclasses.is_dataclass(cls):
+        return None
+    found = [f for f in dataclasses.fields(cls) if "sections" in f.metadata]
+    return found[0] if found else None
+
+
+def section_table(cls: Any) -> SectionTable:
+    """The sections config class ``cls`` holds (an empty table when it has none)."""
+    f = section_field(cls)
+    return f.metadata["sections"]() if f is not None else SectionTable({}, {})
+
+
+def member_types(cls: Any) -> dict[str, Any]:
+    """A config class's keys and their types: :func:`members` for a class."""
+    hints = typing.get_type_hints(cls)
+    out: dict[str, Any] = {}
+    for f in dataclasses.fields(cls):
+        if "sections" in f.metadata:
+            out.update(f.metadata["sections"]().classes)
+        else:
+            out[f.name] = hints[f.name]
+    return out
+
+
+def members(cfg: Any) -> Iterator[tuple[str, Any]]:
+    """A config's keys and values: its fields, a :func:`sections_option` field replaced by its
+    sections (``("verl", VerlConfig(...))``)."""
+    for f in dataclasses.fields(cfg):
+        value = getattr(cfg, f.name)
+        if "sections" in f.metadata:
+            yield from value.items()
+        else:
+            yield f.name, value
 
 
 _BOUND_TEXT = {"ge": ">=", "gt": ">", "le": "<="}
@@ -256,31 +318,60 @@ def from_dict(cls: type[T], data: Mapping[str, Any], prefix: str = "", base: Any
     if not isinstance(data, Mapping):
         raise ConfigError(f"{prefix.rstrip('.') or 'config'}: expected a mapping, got {data!r}")
     hints = typing.get_type_hints(cls)
-    fields = {f.name: f for f in dataclasses.fields(typing.cast(Any, cls)) if f.init}
+    table_field = section_field(cls)
+    table = section_table(cls)
+    fields = {
+        f.name: f
+        for f in dataclasses.fields(typing.cast(Any, cls))
+        if f.init and f is not table_field
+    }
     moved: Mapping[str, str] = getattr(cls, "__moved_keys__", {})
     for key in data:
         if key in moved:
             raise ConfigError(f"{prefix}{key} is not set here: {moved[key]}")
-        if key not in fields:
-            valid = [prefix + name for name in fields]
-            close = difflib.get_close_matches(prefix + str(key), valid, n=1, cutoff=0.5)
-            hint = f"; did you mean '{close[0]}'?" if close else f" (valid: {', '.join(valid)})"
-            raise ConfigError(f"unknown config key '{prefix}{key}'{hint}")
+        if key in fields or key in table.classes:
+            continue
+        if key in table.unavailable:
+            raise ConfigError(f"{prefix}{key}: {table.unavailable[key]}")
+        raise _unknown_key(prefix, str(key), list(fields), table, table_field)
     if base is None:
         base = _defaults(cls)
-    kwargs = {}
+    kwargs: dict[str, Any] = {}
     for name in fields:
         if name in data:
             inner = getattr(base, name, None) if base is not None else None
             value = _convert(hints[name], data[name], prefix + name, inner)
             _check_bounds(fields[name], value, prefix + name)
             kwargs[name] = value
+    if table_field is not None and any(key in table.classes for key in data):
+        held = getattr(base, table_field.name, {}) if base is not None else {}
+        parsed = {n: held.get(n) or c() for n, c in table.classes.items()}
+        for name, section_cls in table.classes.items():
+            if name in data:
+                parsed[name] = _convert(section_cls, data[name], prefix + name, parsed[name])
+        kwargs[table_field.name] = parsed
     try:
         return dataclasses.replace(base, **kwargs) if base is not None else cls(**kwargs)
     except TypeError as exc:  # a required field without a value
         raise ConfigError(f"{prefix.rstrip('.') or cls.__name__}: {exc}") from None
     except ValueError as exc:  # a __post_init__ check
         raise ConfigError(f"{prefix.rstrip('.') or cls.__name__}: {exc}") from None
+
+
+def _unknown_key(
+    prefix: str,
+    key: str,
+    fields: list[str],
+    table: SectionTable,
+    table_field: dataclasses.Field | None,
+) -> ConfigError:
+    valid = [prefix + name for name in [*fields, *table.classes]]
+    close = difflib.get_close_matches(prefix + key, valid, n=1, cutoff=0.5)
+    hint = f"; did you mean '{close[0]}'?" if close else f" (valid: {', '.join(valid)})"
+    if table_field is not None:
+        named = ", ".join(prefix + name for name in table.classes) or "none"
+        hint += f"; {table_field.metadata['help']}: {named}"
+    return ConfigError(f"unknown config key '{prefix}{key}'{hint}")
 
 
 def without_keys(cls: type[T], moved: Mapping[str, str], *, name: str) -> type[T]:
@@ -433,7 +524,7 @@ def to_dict(cfg: Any) -> dict[str, Any]:
 
     def plain(value: Any) -> Any:
         if dataclasses.is_dataclass(value) and not isinstance(value, type):
-            return {f.name: plain(getattr(value, f.name)) for f in dataclasses.fields(value)}
+            return {name: plain(member) for name, member in members(value)}
         if isinstance(value, (list, tuple)):
             return [plain(v) for v in value]
         if isinstance(value, dict):
@@ -488,6 +579,11 @@ def describe(cls: type, prefix: str = "", defaults: Any = None) -> Iterator[Fiel
     hints = typing.get_type_hints(cls)
     for f in dataclasses.fields(cls):
         tp = hints[f.name]
+        if "sections" in f.metadata:
+            held = getattr(defaults, f.name, {}) if defaults is not None else {}
+            for name, section_cls in f.metadata["sections"]().classes.items():
+                yield from describe(section_cls, f"{prefix}{name}.", held.get(name))
+            continue
         if defaults is not None:
             default = getattr(defaults, f.name)
         elif f.default is not dataclasses.MISSING:

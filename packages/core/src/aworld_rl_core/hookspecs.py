@@ -26,6 +26,15 @@ class Register(Protocol):
     def __call__(self, name: str, target: Any, *, help: str = "", **meta: Any) -> None: ...
 
 
+class RegisterTrainer(Protocol):
+    """``register(name, target, config=..., help=...)``: a training backend and, optionally, the
+    frozen config dataclass of its own settings (object or ``"module:Class"``)."""
+
+    def __call__(
+        self, name: str, target: Any, *, config: Any = None, help: str = "", **meta: Any
+    ) -> None: ...
+
+
 class RegisterRecipe(Protocol):
     """``register(name, config=..., run=..., presets=..., help=...)``: a runnable recipe."""
 
@@ -81,11 +90,19 @@ def register_losses(register: Register) -> None:
 
 
 @hookspec
-def register_trainers(register: Register) -> None:
-    """Register training backends: ``register(name, target, help=...)``.
+def register_trainers(register: RegisterTrainer) -> None:
+    """Register training backends: ``register(name, target, config=..., help=...)``.
 
-    Core registers ``trl``, ``hf-sft``, ``verl`` and ``llamafactory`` (classes with ``name``
-    and ``train(job) -> RunResult``).
+    ``target`` is a class with ``name`` and ``train(job) -> RunResult``. ``config`` (optional)
+    is the backend's own settings, a frozen ``kw_only`` dataclass whose fields all have
+    defaults: every recipe's config holds it as the section ``trainer.<name>``, the backend's
+    name verbatim (``trainer.verl.dry_run=true``; a backend named ``hf-sft`` would be
+    ``trainer.hf-sft.*``; a name with a ``.`` cannot own a section). The backend reads it with
+    ``aworld_rl_core.backends.config.section(job.trainer, ItsConfig)``. Settings every backend
+    means the same way (learning rate, steps, batch units, ``rl``, ``sft``, ``loss``) stay in
+    ``TrainerConfig``; a section named like one of its fields is refused. Core registers
+    ``trl``, ``hf-sft``, ``verl`` (section ``VerlConfig``) and ``llamafactory``
+    (``LlamaFactoryConfig``).
     """
 
 

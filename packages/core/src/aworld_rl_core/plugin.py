@@ -42,10 +42,16 @@ def register_trainers(register):
         "trl", "aworld_rl_core.backends.trl_grpo:TrlGrpoBackend", help="TRL GRPO (CPU / 1 GPU)"
     )
     register("hf-sft", "aworld_rl_core.backends.hf_sft:HfSftBackend", help="transformers SFT")
-    register("verl", "aworld_rl_core.backends.verl.backend:VerlBackend", help="verl on Ray (GPU)")
+    register(
+        "verl",
+        "aworld_rl_core.backends.verl.backend:VerlBackend",
+        config="aworld_rl_core.backends.verl.config:VerlConfig",
+        help="verl on Ray (GPU)",
+    )
     register(
         "llamafactory",
         "aworld_rl_core.backends.llamafactory.backend:LlamaFactoryBackend",
+        config="aworld_rl_core.backends.llamafactory.config:LlamaFactoryConfig",
         help="SFT through LLaMA-Factory",
     )
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import difflib
 import functools
 import importlib
@@ -116,6 +117,30 @@ class Registry:
             f", so it is blocked; uninstall one, or block one with {DISABLE_ENV}={owners[-1]}"
         )
 
+    @functools.cached_property
+    def trainer_sections(self) -> tuple[dict[str, type], dict[str, str]]:
+        """The backends' config sections: name -> config class, and name -> why a section
+        cannot be used (two plugins register the backend, or its class does not load)."""
+        classes: dict[str, type] = {}
+        unavailable = {
+            name: self.conflict_message(kind, name)
+            for kind, name in self.conflicts
+            if kind == "trainers"
+        }
+        for name, entry in self.entries["trainers"].items():
+            if entry.meta.get("config") is None:
+                continue
+            try:
+                cls = entry.load(entry.meta["config"])
+                if not dataclasses.is_dataclass(cls) or not isinstance(cls, type):
+                    raise PluginError(f"{cls!r} is not a config dataclass")
+                cls()
+            except Exception as exc:  # this section fails alone
+                unavailable[name] = f"the config section of trainer '{name}' failed: {_error(exc)}"
+                continue
+            classes[name] = cls
+        return classes, unavailable
+
     def get(self, kind: str, name: str) -> Entry:
         table = self.entries[kind]
         if name in table:
@@ -169,6 +194,8 @@ class _Registrar:
             if target is None:
                 raise PluginError(f"{what} '{name}' without target")
             self._check_target(name, target)
+            if self.kind == "trainers" and meta.get("config") is not None:
+                self._check_section(name, meta["config"])
             if self.kind == "losses" and meta.get("kind") not in LOSS_KINDS:
                 raise PluginError(
                     f"{what} '{name}' with kind={meta.get('kind')!r}: a loss is kind='token' "
@@ -177,6 +204,17 @@ class _Registrar:
                 )
             entry = Entry(self.kind, name, target, self.plugin, help, meta, dist=self.dist)
         self.entries.append(entry)
+
+    def _check_section(self, name: str, config: Any) -> None:
+        what = f"plugin '{self.plugin}' registered trainer '{name}' with config={config!r}"
+        if "." in name:
+            raise PluginError(
+                f"{what}: its section would be trainer.{name}, but a key holds no '.'; "
+                "name the backend without dots (e.g. mypkg-ppo)"
+            )
+        if not isinstance(config, str) and not dataclasses.is_dataclass(config):
+            raise PluginError(f"{what}: give a config dataclass or 'package.module:Class'")
+        self._check_target(name, config)
 
     def _check_target(self, name: str, target: Any) -> None:
         if isinstance(target, str) and not _TARGET.fullmatch(target):
@@ -372,6 +410,11 @@ def get_loss(name: str) -> Entry:
 
 def get_trainer(name: str) -> Any:
     return current().get("trainers", name).load()
+
+
+def trainer_sections() -> tuple[dict[str, type], dict[str, str]]:
+    """The registered backends' config sections (see :attr:`Registry.trainer_sections`)."""
+    return current().trainer_sections
 
 
 def get_dataset(name: str) -> Any:

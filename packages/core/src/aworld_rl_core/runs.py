@@ -29,7 +29,7 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any, TypeVar
 
-from aworld_rl_core.config import load_config, to_dict, to_yaml
+from aworld_rl_core.config import load_config, members, section_table, to_dict, to_yaml
 from aworld_rl_core.errors import AworldError
 from aworld_rl_core.report import write_report
 from aworld_rl_core.tracking import MetricsLog, TrackingConfig
@@ -198,7 +198,8 @@ def _field_at(cls: Any, path: list[str]) -> dataclasses.Field | None:
             return None
         fields = {f.name: f for f in dataclasses.fields(cls)}
         if name not in fields:
-            return None
+            cls = section_table(cls).classes.get(name)  # trainer.verl: a backend's section
+            continue
         if i == len(path) - 1:
             return fields[name]
         cls = _section_type(typing.get_type_hints(cls)[name])
@@ -224,12 +225,11 @@ def config_diff(old: Any, new: Any, prefix: str = "") -> list[tuple[str, Any, An
     """``(key, old value, new value)`` for each leaf where two configs differ; sections and
     lists of sections are compared field by field (``judges[1].base_url``)."""
     if dataclasses.is_dataclass(old) and type(old) is type(new):
+        after = dict(members(new))
         return [
             diff
-            for f in dataclasses.fields(old)
-            for diff in config_diff(
-                getattr(old, f.name), getattr(new, f.name), _join(prefix, f.name)
-            )
+            for name, value in members(old)
+            for diff in config_diff(value, after.get(name), _join(prefix, name))
         ]
     if (
         isinstance(old, (list, tuple))

@@ -15,7 +15,7 @@ sys.path.insert(0, str(Path(__file__).parents[1] / "verl"))  # verl_toys (no ver
 from verl_toys import counter_env, exact_answer
 
 from aworld_rl_core.backends.base import TrainJob
-from aworld_rl_core.backends.config import ModelConfig, RLConfig, TrainerConfig
+from aworld_rl_core.backends.config import ModelConfig, RLConfig, TrainerConfig, with_section
 from aworld_rl_core.backends.verl.backend import VerlBackend, find_checkpoints, read_metrics
 from aworld_rl_core.backends.verl.config import VerlConfig
 from aworld_rl_core.backends.verl.launcher import hydra_value
@@ -43,7 +43,7 @@ def trainer(**verl: object) -> TrainerConfig:
         max_steps=10,
         save_steps=5,
         rl=replace(rl, max_turns=5, max_new_tokens=64, max_response_tokens=512),
-        verl=VerlConfig(**{"dry_run": True, "resolve_config": False, **verl}),
+        sections={"verl": VerlConfig(**{"dry_run": True, "resolve_config": False, **verl})},
     )
 
 
@@ -226,7 +226,7 @@ def test_real_launch_refuses_a_machine_without_cuda(tmp_path, monkeypatch):
 
     monkeypatch.setattr(backend, "cuda_available", lambda: False)
     monkeypatch.setattr(backend, "verl_installed", lambda: True)
-    job = make_job(tmp_path, replace(trainer(), verl=VerlConfig()))
+    job = make_job(tmp_path, with_section(trainer(), VerlConfig()))
     with pytest.raises(AworldError, match="has none"):
         VerlBackend().train(job)
     tiny = replace(job, model=ModelConfig(name_or_path="tiny:qwen3"))
@@ -259,9 +259,8 @@ from aworld_rl_core.backends.verl.config import VerlConfig
 from aworld_rl_core.backends.verl.backend import VerlBackend
 from aworld_rl_core.runs import Run
 from verl_toys import counter_env
-cfg = TrainerConfig(
-    backend="verl", batch_size=1, verl=VerlConfig(dry_run=True, resolve_config=False)
-)
+verl = VerlConfig(dry_run=True, resolve_config=False)
+cfg = TrainerConfig(backend="verl", batch_size=1, sections={{"verl": verl}})
 run = Run({str(tmp_path)!r}, quiet=True)
 job = TrainJob(model=ModelConfig(name_or_path="m"), trainer=cfg, run=run,
                train_rows=[{{"prompt": "hi"}}], env=counter_env)

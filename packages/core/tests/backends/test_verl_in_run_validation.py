@@ -39,7 +39,9 @@ def launch(tmp_path, validation=None, save_steps=0, **verl):
         max_steps=12,
         save_steps=save_steps,
         rl=rl,
-        verl=VerlConfig(dry_run=True, resolve_config=False, max_prompt_length=512, **verl),
+        sections={
+            "verl": VerlConfig(dry_run=True, resolve_config=False, max_prompt_length=512, **verl)
+        },
     )
     job = TrainJob(
         model=ModelConfig(name_or_path="Qwen/Qwen2.5-0.5B-Instruct"),

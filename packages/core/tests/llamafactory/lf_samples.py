@@ -73,7 +73,7 @@ def make_job(
         seed=0,
         resume=resume,
         sft=SFTConfig(max_length=512, per_turn=False, lr_scheduler="constant"),
-        llamafactory=lf,
+        sections={"llamafactory": lf},
     )
     settings.update(trainer)
     return TrainJob(

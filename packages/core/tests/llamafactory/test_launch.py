@@ -11,6 +11,7 @@ import sys
 import pytest
 from lf_samples import CALC_RECORD, make_job
 
+from aworld_rl_core.backends.config import with_section
 from aworld_rl_core.backends.llamafactory import launch
 from aworld_rl_core.backends.llamafactory.backend import LlamaFactoryBackend, _follow
 from aworld_rl_core.backends.llamafactory.config import LlamaFactoryConfig
@@ -45,7 +46,7 @@ def test_train_args_map_our_config(tmp_path):
 
 def test_train_args_lora_resume_and_template_from_tokenizer(tmp_path):
     lf = LlamaFactoryConfig(finetuning_type="lora", lora_rank=4, template=None)
-    job = make_job(tmp_path / "run", llamafactory=lf, save_steps=5)
+    job = make_job(tmp_path / "run", sections={"llamafactory": lf}, save_steps=5)
     ckpt = job.run.checkpoint_dir / "checkpoint-5"
     args = launch.build_train_args(job, tmp_path / "data", has_eval=False, resume_from=ckpt)
     assert (args["lora_rank"], args["lora_alpha"], args["lora_target"]) == (4, 8, "all")
@@ -149,9 +150,7 @@ def test_backend_refuses_rl_jobs_and_bad_python(tmp_path):
         LlamaFactoryBackend().train(replace(job, rewards=[lambda completions, **kw: [0.0]]))
     bad = replace(
         job,
-        trainer=replace(
-            job.trainer, llamafactory=LlamaFactoryConfig(python=str(tmp_path / "no-python"))
-        ),
+        trainer=with_section(job.trainer, LlamaFactoryConfig(python=str(tmp_path / "no-python"))),
     )
     with pytest.raises(LlamaFactoryError, match="not an executable"):
         LlamaFactoryBackend().train(bad)
@@ -164,9 +163,7 @@ def test_backend_names_the_install_when_llamafactory_is_missing(tmp_path):
     bare.write_text(f'#!/bin/sh\nexec {sys.executable} -I -S "$@"\n')
     bare.chmod(0o755)
     job = make_job(tmp_path / "run")
-    job = replace(
-        job, trainer=replace(job.trainer, llamafactory=LlamaFactoryConfig(python=str(bare)))
-    )
+    job = replace(job, trainer=with_section(job.trainer, LlamaFactoryConfig(python=str(bare))))
     with pytest.raises(LlamaFactoryError, match=r"not installed for .*llamafactory==0\.9\.5"):
         LlamaFactoryBackend().train(job)
 

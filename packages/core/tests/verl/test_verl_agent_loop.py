@@ -22,7 +22,6 @@ from lookup_env import (
 from verl_toys import CounterEnv
 
 from aworld_rl_core.backends.config import ModelConfig, RLConfig, TrainerConfig
-from aworld_rl_core.backends.verl.config import VerlConfig
 from aworld_rl_core.backends.verl.launcher import LaunchPaths, build_overrides
 from aworld_rl_core.backends.verl.specs import SPEC_KEY, EpisodeSpec
 from aworld_rl_core.engine import ChatCodec
@@ -237,7 +236,7 @@ def run_worker(verl_compose, model_path, specs, replies, *, registry=None):
 
     n = len(specs)
     rl = RLConfig(max_turns=4, max_response_tokens=64)
-    trainer = TrainerConfig(backend="verl", batch_size=n, rl=rl, verl=VerlConfig())
+    trainer = TrainerConfig(backend="verl", batch_size=n, rl=rl)
     paths = LaunchPaths(train_file="t.parquet", val_file="v.parquet", checkpoint_dir="ckpt")
     model = ModelConfig(name_or_path=str(model_path))
     overrides = build_overrides(model, trainer, paths, n_rows=n, uses_env=True)

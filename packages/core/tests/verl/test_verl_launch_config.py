@@ -8,7 +8,7 @@ import pytest
 
 pytest.importorskip("verl.trainer")  # not tests/verl, which is on sys.path as a namespace
 
-from aworld_rl_core.backends.config import ModelConfig, RLConfig, TrainerConfig
+from aworld_rl_core.backends.config import ModelConfig, RLConfig, TrainerConfig, with_section
 from aworld_rl_core.backends.verl import reward
 from aworld_rl_core.backends.verl.config import CriticConfig, VerlConfig
 from aworld_rl_core.backends.verl.launcher import LaunchPaths, build_overrides
@@ -26,7 +26,7 @@ def overrides(uses_env: bool = True, **verl: object) -> list[str]:
     rl = RLConfig(group_size=4, kl_coef=0.001, dual_clip=3.5, max_turns=6)
     cfg = TrainerConfig(
         backend="verl", batch_size=8, micro_batch_size=2, max_steps=20, rl=rl,
-        verl=replace(VerlConfig(), **verl),
+        sections={"verl": replace(VerlConfig(), **verl)},
     )  # fmt: skip
     model = ModelConfig(name_or_path="/models/qwen")
     return build_overrides(model, cfg, PATHS, n_rows=64, uses_env=uses_env)
@@ -126,7 +126,7 @@ def test_dry_run_resolves_the_full_command_with_verl(tmp_path, capsys):
     from aworld_rl_core.runs import Run
 
     rows = [{"prompt": f"count to {t}", "target": t} for t in (1, 2, 3, 4)]
-    cfg = TrainerConfig(backend="verl", batch_size=2, verl=VerlConfig(dry_run=True))
+    cfg = TrainerConfig(backend="verl", batch_size=2, sections={"verl": VerlConfig(dry_run=True)})
     job = TrainJob(
         model=ModelConfig(name_or_path="Qwen/Qwen2.5-0.5B-Instruct"),
         trainer=cfg,
@@ -142,7 +142,7 @@ def test_dry_run_resolves_the_full_command_with_verl(tmp_path, capsys):
     assert resolved["trainer"]["default_local_dir"] == str(tmp_path / "run" / "checkpoints")
     assert "verl's resolved config" in capsys.readouterr().out
 
-    bad = replace(cfg, verl=replace(cfg.verl, extra_overrides=("trainer.no_such_key=1",)))
+    bad = with_section(cfg, VerlConfig(dry_run=True, extra_overrides=("trainer.no_such_key=1",)))
     with pytest.raises(ConfigError, match="no_such_key"):
         VerlBackend().train(replace(job, trainer=bad, run=Run(tmp_path / "bad", quiet=True)))
 
@@ -190,7 +190,9 @@ def test_memory_and_validation_overrides_compose_and_build_our_stop_callback(
         max_model_len=4096,
     )
     rl = RLConfig(group_size=4, kl_coef=0.1, max_response_tokens=2048)
-    cfg = TrainerConfig(backend="verl", batch_size=8, max_steps=20, rl=rl, verl=VerlConfig(**verl))
+    cfg = TrainerConfig(
+        backend="verl", batch_size=8, max_steps=20, rl=rl, sections={"verl": VerlConfig(**verl)}
+    )
     stop = Ref("stop_rules:after", kwargs={"validations": 2})
     validation = InRunValidation(every=2, stop=stop)
     model = ModelConfig(name_or_path="/models/qwen")

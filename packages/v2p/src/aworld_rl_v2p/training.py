@@ -103,8 +103,8 @@ def memory_per_gpu(
     """GiB on one GPU of ``stage`` (core's ``sft_memory_per_gpu``): the base model
     (``shape``: core's ``ModelShape``) plus the action head (~8 x hidden^2 parameters); in
     the warm-up only the head and the embedding matrices train (gradients and AdamW state for
-    those). No vocabulary logits term (left out as before: the pointer loss reads the head's
-    patch logits; flagged as optimistic if the token loss reads full-sequence logits)."""
+    those). No full-sequence logits term: the pointer loss reads the head's patch logits and
+    the LM loss (``loss._lm_loss``) computes vocabulary logits only at supervised positions."""
     from aworld_rl_core.backends.memory import sft_memory_per_gpu
 
     head = 8 * shape.hidden**2

@@ -1,14 +1,22 @@
-"""Trainer configuration shared by every recipe; ``backend`` picks the backend."""
+"""Trainer configuration shared by every recipe; ``backend`` picks the backend.
+
+``TrainerConfig`` holds what every backend means the same way; each backend's own settings
+are its registered config section (``register_trainers``), ``trainer.<backend>.*`` in YAML and
+overrides, read with :func:`section`.
+"""
 
 from __future__ import annotations
 
+import dataclasses
+from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Any, Literal
+from typing import Any, ClassVar, Literal, Protocol, TypeVar
 
-from aworld_rl_core.backends.llamafactory.config import LlamaFactoryConfig
-from aworld_rl_core.backends.verl.config import VerlConfig
-from aworld_rl_core.config import option
+from aworld_rl_core import registry
+from aworld_rl_core.config import SectionTable, option, sections_option
 from aworld_rl_core.errors import ConfigError
+
+S = TypeVar("S")
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -122,7 +130,77 @@ class TrainerConfig:
     )
     rl: RLConfig = option(factory=RLConfig, help="RL (GRPO) settings")
     sft: SFTConfig = option(factory=SFTConfig, help="SFT settings")
-    verl: VerlConfig = option(factory=VerlConfig, help="verl launch settings")
-    llamafactory: LlamaFactoryConfig = option(
-        factory=LlamaFactoryConfig, help="LLaMA-Factory settings"
+    sections: Mapping[str, Any] = sections_option(
+        lambda: backend_sections(), help="registered backend sections"
+    )
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "sections", _complete(self.sections))
+
+
+def backend_sections() -> SectionTable:
+    """Each registered backend's config section, by backend name; a name that is also a
+    ``TrainerConfig`` field cannot own one."""
+    classes, unavailable = registry.trainer_sections()
+    taken = {f.name for f in dataclasses.fields(TrainerConfig)}
+    clash = {
+        name: f"'{name}' is a TrainerConfig field; backend '{name}' needs another name to own "
+        "a config section"
+        for name in classes
+        if name in taken
+    }
+    usable = {name: cls for name, cls in classes.items() if name not in clash}
+    return SectionTable(usable, {**unavailable, **clash})
+
+
+def _complete(given: Mapping[str, Any]) -> dict[str, Any]:
+    """Every registered section: ``given``'s, the others with their defaults."""
+    table = backend_sections()
+    for name, value in given.items():
+        cls = table.classes.get(name)
+        if cls is None:
+            why = table.unavailable.get(name) or "registered backend sections: " + (
+                ", ".join(table.classes) or "none"
+            )
+            raise ConfigError(f"trainer.{name}: no such backend section ({why})")
+        if type(value) is not cls:
+            raise ConfigError(
+                f"trainer.{name} must be a {cls.__name__}, got {type(value).__name__}"
+            )
+    return {name: given[name] if name in given else cls() for name, cls in table.classes.items()}
+
+
+class HasSections(Protocol):
+    """A trainer config: ``TrainerConfig`` or a recipe's narrowed copy (``config.without_keys``)."""
+
+    __dataclass_fields__: ClassVar[dict[str, Any]]
+
+    @property
+    def sections(self) -> Mapping[str, Any]: ...
+
+
+T = TypeVar("T", bound=HasSections)
+
+
+def section(trainer: HasSections, cls: type[S]) -> S:
+    """The backend section of type ``cls``: ``section(job.trainer, VerlConfig).dry_run``."""
+    return trainer.sections[_name_of(trainer, cls)]
+
+
+def with_section(trainer: T, value: Any) -> T:
+    """``trainer`` with the section of ``value``'s type replaced by ``value``."""
+    name = _name_of(trainer, type(value))
+    return dataclasses.replace(trainer, sections={**trainer.sections, name: value})
+
+
+def _name_of(trainer: HasSections, cls: type) -> str:
+    names = [name for name, value in trainer.sections.items() if type(value) is cls]
+    if len(names) == 1:
+        return names[0]
+    if names:
+        raise ConfigError(f"trainer sections {', '.join(names)} all hold {cls.__name__}")
+    raise ConfigError(
+        f"no trainer section holds {cls.__name__}: its backend registers it with "
+        f"register(name, target, config={cls.__name__}) in register_trainers "
+        f"(registered sections: {', '.join(trainer.sections) or 'none'})"
     )

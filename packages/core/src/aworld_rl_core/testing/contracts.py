@@ -31,6 +31,7 @@ from aworld_rl_core.config import (
     from_dict,
     list_presets,
     load_config,
+    member_types,
     preset_path,
     read_yaml,
     to_dict,
@@ -81,14 +82,12 @@ class PluginContract:
 
 def _leaves(cls: type, prefix: str = "") -> dict[str, Any]:
     """Dotted key -> type of every leaf field of a config class."""
-    hints = typing.get_type_hints(cls)
     out: dict[str, Any] = {}
-    for f in dataclasses.fields(cls):
-        tp = hints[f.name]
+    for name, tp in member_types(cls).items():
         if dataclasses.is_dataclass(tp):
-            out.update(_leaves(tp, f"{prefix}{f.name}."))  # type: ignore[arg-type]
+            out.update(_leaves(tp, f"{prefix}{name}."))  # type: ignore[arg-type]
         else:
-            out[prefix + f.name] = tp
+            out[prefix + name] = tp
     return out
 
 

@@ -10,7 +10,6 @@ from pathlib import Path
 from typing import Any
 
 from aworld_rl_core.backends.config import ModelConfig, RLConfig, TrainerConfig
-from aworld_rl_core.backends.verl.config import VerlConfig
 from aworld_rl_core.backends.verl.launcher import LaunchPaths, build_overrides
 
 
@@ -37,7 +36,7 @@ def agent_loop(tokenizer: Any, server: Any, *, max_turns: int = 5, response_leng
     import aworld_rl_core.backends.verl.entry_point  # noqa: F401  (registers the agent loop)
 
     rl = RLConfig(max_turns=max_turns, max_response_tokens=response_length)
-    trainer = TrainerConfig(backend="verl", batch_size=1, rl=rl, verl=VerlConfig())
+    trainer = TrainerConfig(backend="verl", batch_size=1, rl=rl)
     paths = LaunchPaths(train_file="t.parquet", val_file="v.parquet", checkpoint_dir="ckpt")
     overrides = build_overrides(
         ModelConfig(name_or_path="qwen3"), trainer, paths, n_rows=1, uses_env=True

@@ -15,6 +15,8 @@ from dataclasses import asdict, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from aworld_rl_core.backends.config import section
+from aworld_rl_core.backends.verl.config import VerlConfig
 from aworld_rl_envtuning.curriculum import StageConfig
 from aworld_rl_envtuning.data import CATEGORIES, Split, easy_subset, records_for, training_rows
 
@@ -126,7 +128,7 @@ def run_stage(
     )
     sub = Run(folder, name=f"stage {stage.name}", resume=run.resume, quiet=True)
     _write_stage_file(folder, stage, start, steps, len(rows), len(val_rows), in_run)
-    dry = trainer.backend == "verl" and trainer.verl.dry_run
+    dry = trainer.backend == "verl" and section(trainer, VerlConfig).dry_run
     if dry or not run.quiet:
         print(_stage_line(index, count, stage, start, steps, len(rows), len(val_rows), trainer))
     if dry:
@@ -204,7 +206,7 @@ def _stage_line(
     n_val: int,
     trainer: Any,
 ) -> str:
-    t, verl = trainer, trainer.verl
+    t, verl = trainer, section(trainer, VerlConfig)
     batch = f"batch {stage.batch_size} prompts x {t.rl.group_size} episodes"
     if t.backend == "verl":
         mini = verl.mini_batch_size or stage.batch_size
@@ -222,7 +224,7 @@ def memory_note(model: str, trainer: Any) -> str:
     from aworld_rl_core.backends.memory import model_shape, rl_memory_per_gpu
     from aworld_rl_core.errors import ConfigError
 
-    verl = trainer.verl
+    verl = section(trainer, VerlConfig)
     try:
         shape = model_shape(model)
     except ConfigError as e:

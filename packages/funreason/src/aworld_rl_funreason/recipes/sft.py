@@ -14,7 +14,13 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal
 
-from aworld_rl_core.backends.config import ModelConfig, SFTConfig, TrainerConfig
+from aworld_rl_core.backends.config import (
+    ModelConfig,
+    SFTConfig,
+    TrainerConfig,
+    section,
+    with_section,
+)
 from aworld_rl_core.backends.llamafactory.config import LlamaFactoryConfig
 from aworld_rl_core.config import option
 from aworld_rl_core.runs import Run, RunResult
@@ -75,7 +81,7 @@ def paper_trainer() -> TrainerConfig:
         micro_batch_size=2,
         epochs=3.0,
         sft=SFTConfig(max_length=8192, warmup_ratio=0.05, per_turn=True),
-        llamafactory=LlamaFactoryConfig(nproc_per_node=8, deepspeed=ZERO3),
+        sections={"llamafactory": LlamaFactoryConfig(nproc_per_node=8, deepspeed=ZERO3)},
     )
 
 
@@ -169,11 +175,10 @@ def drop_overlong(
 
 def with_deepspeed_path(trainer: TrainerConfig) -> TrainerConfig:
     """``trainer`` with a ``package:rel/path`` DeepSpeed config resolved to a file path."""
-    spec = trainer.llamafactory.deepspeed
-    if not spec:
+    lf = section(trainer, LlamaFactoryConfig)
+    if not lf.deepspeed:
         return trainer
-    lf = dataclasses.replace(trainer.llamafactory, deepspeed=str(resolve_path(spec)))
-    return dataclasses.replace(trainer, llamafactory=lf)
+    return with_section(trainer, dataclasses.replace(lf, deepspeed=str(resolve_path(lf.deepspeed))))
 
 
 def memory_estimate(job: Any) -> dict[str, float]:
@@ -182,7 +187,7 @@ def memory_estimate(job: Any) -> dict[str, float]:
     from aworld_rl_core.backends.memory import model_shape, sft_memory_per_gpu
 
     trainer = job.trainer
-    lf = trainer.llamafactory
+    lf = section(trainer, LlamaFactoryConfig)
     on_lf = trainer.backend == "llamafactory"
     stage = 0
     if on_lf and lf.deepspeed:
@@ -209,7 +214,7 @@ def dry_run(job: Any) -> RunResult:
     trainer, run = job.trainer, job.run
     lines = [f"# funreason.sft dry run ({trainer.backend})", ""]
     if trainer.backend == "llamafactory":
-        lf = trainer.llamafactory
+        lf = section(trainer, LlamaFactoryConfig)
         args = build_train_args(
             job, run.dir / "llamafactory" / "data", has_eval=False, resume_from=None, strict=False
         )

@@ -22,6 +22,8 @@ from typing import TYPE_CHECKING, Any
 import yaml
 
 from aworld_rl_core.backends.checkpoints import checkpoints, latest_checkpoint
+from aworld_rl_core.backends.config import section
+from aworld_rl_core.backends.llamafactory.config import LlamaFactoryConfig
 from aworld_rl_core.backends.llamafactory.launch import (
     EVAL_NAME,
     TRAIN_NAME,
@@ -53,7 +55,7 @@ class LlamaFactoryBackend:
         from aworld_rl_core.runs import RunResult
 
         _check_job(job)
-        lf = job.trainer.llamafactory
+        lf = section(job.trainer, LlamaFactoryConfig)
         python = _python(lf.python)
         work = job.run.dir.resolve() / "llamafactory"
         inputs = _write_inputs(job, work)
@@ -140,7 +142,7 @@ def _write_inputs(job: TrainJob, work: Path) -> _Inputs:
         "tiny_arch": model_source(job.model.name_or_path)[1],
         "seed": job.trainer.seed,
         "dtype": job.model.dtype,
-        "extra_args": dict(job.trainer.llamafactory.extra_args),
+        "extra_args": dict(section(job.trainer, LlamaFactoryConfig).extra_args),
     }
     spec_file = work / "spec.json"
     spec_file.write_text(json.dumps(spec, indent=2), encoding="utf-8")

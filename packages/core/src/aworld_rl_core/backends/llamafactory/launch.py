@@ -14,6 +14,8 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from aworld_rl_core.backends.batching import plan_batches
+from aworld_rl_core.backends.config import section
+from aworld_rl_core.backends.llamafactory.config import LlamaFactoryConfig
 from aworld_rl_core.errors import AworldError
 from aworld_rl_core.records import ToolUseRecord, as_record, write_sharegpt
 
@@ -104,7 +106,7 @@ def build_train_args(
     ``trainer.llamafactory.extra_args`` are merged last, by the worker.
     """
     model, trainer = job.model, job.trainer
-    lf, sft = trainer.llamafactory, trainer.sft
+    lf, sft = section(trainer, LlamaFactoryConfig), trainer.sft
     if model.tokenizer and model.tokenizer != model.name_or_path:
         raise LlamaFactoryError(
             "LLaMA-Factory loads the tokenizer from the model directory: leave model.tokenizer "

@@ -21,6 +21,8 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from aworld_rl_core.backends.checkpoints import checkpoints
+from aworld_rl_core.backends.config import section
+from aworld_rl_core.backends.verl.config import VerlConfig
 from aworld_rl_core.backends.verl.launcher import Launch, plan_launch
 from aworld_rl_core.errors import AworldError, ConfigError
 
@@ -91,7 +93,7 @@ class VerlBackend:
                 "aworld_rl_core.backends.verl.extensions.register_policy_loss "
                 "and select it with trainer.verl.policy_loss=<name>"
             )
-        run, verl = job.run, job.trainer.verl
+        run, verl = job.run, section(job.trainer, VerlConfig)
         launch = plan_launch(job, run.dir, run.checkpoint_dir, resume=run.resume)
         launch_file = self._save_launch(launch, run.dir)
         outputs = {"launch": launch_file, "data": launch.data_dir}
@@ -166,7 +168,7 @@ class VerlBackend:
 
     @staticmethod
     def _check_machine(job: TrainJob) -> None:
-        verl = job.trainer.verl
+        verl = section(job.trainer, VerlConfig)
         if verl.ray_address is not None:
             if shutil.which("ray") is None:
                 raise AworldError(

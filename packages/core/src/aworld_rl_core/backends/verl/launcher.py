@@ -25,6 +25,8 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from aworld_rl_core.backends.batching import plan_batches
+from aworld_rl_core.backends.config import section
+from aworld_rl_core.backends.verl.config import VerlConfig
 from aworld_rl_core.backends.verl.specs import EpisodeSpec, reward_refs
 from aworld_rl_core.errors import ConfigError
 from aworld_rl_core.records.record import RecordError
@@ -82,7 +84,7 @@ def episode_specs(job: TrainJob, rows: Sequence[Mapping[str, Any]]) -> list[Epis
             "or reward functions"
         )
     max_new_tokens = job.trainer.rl.max_new_tokens
-    window = job.trainer.verl.step_window_ms / 1000
+    window = section(job.trainer, VerlConfig).step_window_ms / 1000
     return [
         EpisodeSpec(
             task=to_jsonable(dict(row), f"row {i}"),
@@ -111,7 +113,7 @@ def with_prompt(job: TrainJob, row: Mapping[str, Any]) -> Mapping[str, Any]:
 def write_data(job: TrainJob, data_dir: Path) -> tuple[Path, Path]:
     """``train.parquet`` and ``val.parquet`` (val = the first train rows when no eval rows),
     written by core's one verl row writer (``records.to_verl_row``)."""
-    loop = job.trainer.verl.agent_loop
+    loop = section(job.trainer, VerlConfig).agent_loop
     rows = [with_prompt(job, r) for r in job.train_rows]
     evals = [with_prompt(job, r) for r in job.eval_rows] or rows[: max(1, job.trainer.batch_size)]
     paths = []
@@ -159,7 +161,7 @@ def build_overrides(
     validations before it; checkpoints are then saved every ``trainer.save_steps`` steps or,
     when that is 0, every ``validation.every`` steps.
     """
-    rl, verl = trainer.rl, trainer.verl
+    rl, verl = trainer.rl, section(trainer, VerlConfig)
     if model.chat_template:
         raise ConfigError(
             "model.chat_template is not passed to verl: save the template in the tokenizer "
@@ -313,7 +315,8 @@ def _validation_overrides(validation: Any, verl: Any, save_steps: int) -> dict[s
 def critic_overrides(trainer: TrainerConfig, mini_batch: int, policy: str) -> dict[str, Any]:
     """verl's critic settings (GAE): its model (default: the policy's; verl's own default is a
     placeholder path), optimiser, batches, value clipping and FSDP."""
-    critic, verl = trainer.verl.critic, trainer.verl
+    verl = section(trainer, VerlConfig)
+    critic = verl.critic
     return {
         "critic.model.path": critic.model_path or policy,
         "critic.optim.lr": critic.learning_rate,
@@ -366,7 +369,7 @@ class Launch:
 
 def plan_launch(job: TrainJob, run_dir: Path, checkpoint_dir: Path, *, resume: bool) -> Launch:
     """Write the parquet files and build the command (local ``main_ppo`` or a Ray job)."""
-    verl = job.trainer.verl
+    verl = section(job.trainer, VerlConfig)
     data_dir = run_dir / "verl_data"
     train_file, val_file = write_data(job, data_dir)
     remote = verl.ray_address is not None
