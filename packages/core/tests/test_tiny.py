@@ -192,6 +192,7 @@ def test_tiny_text_models_take_a_size_in_their_name(tmp_path, monkeypatch):
         ("tiny:qwen3:hidden=6.4e1", "bad size option 'hidden=6.4e1'"),
         ("tiny:qwen3:hidden=64,hidden=32", "bad size option 'hidden=32'.*each key once"),
         ("tiny:qwen3:", "bad size option ''"),
+        ("tiny:qwen2:layers=1,window=8", "window=8 with layers=1: .*at least 2 layers"),
         ("tiny:qwen2_5_vl:hidden=64", "only tiny:qwen3, tiny:qwen2 take a size"),
         ("tiny:gpt:hidden=64", "unknown tiny model 'tiny:gpt:hidden=64'.*hidden=128,layers=4"),
     ],
@@ -274,3 +275,22 @@ def test_backends_recipes_and_clients_never_import_testing():
                 if any(n.startswith("aworld_rl_core.testing") for n in names):
                     offenders.append(f"{path.relative_to(root.parent.parent)}:{node.lineno}")
     assert offenders == []
+
+
+@pytest.mark.parametrize("arch", ["qwen2", "qwen3"])
+def test_a_tiny_window_limits_every_layer_but_the_last_to_recent_tokens(tok, arch):
+    from aworld_rl_core.models import TinySize, parse_tiny
+
+    arch_, size = parse_tiny(f"{arch}:layers=3,window=4")
+    assert size == TinySize(hidden=32, layers=3, window=4)
+    assert size.label == "hidden32-layers3-window4"
+    assert TinySize(hidden=64).label == "hidden64-layers2"  # no window: names as before
+    model = tiny_causal_lm(tok, arch=arch_, size=size)
+    model.config._attn_implementation = "eager"
+    out = model(torch.arange(100, 112)[None], output_attentions=True)
+    distance = torch.arange(12)[:, None] - torch.arange(12)[None, :]  # query i, key j: i - j
+    for layer in (0, 1):
+        weights = out.attentions[layer][0]  # heads x queries x keys
+        assert torch.all(weights[:, (distance >= 4) | (distance < 0)] == 0)
+        assert torch.all(weights[:, (distance >= 0) & (distance < 4)] > 0)
+    assert torch.all(out.attentions[2][0][:, distance >= 0] > 0)  # the last layer: everything

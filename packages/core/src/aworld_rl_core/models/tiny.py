@@ -8,8 +8,9 @@
 - ``tiny_model_dir()``: a tiny model saved to disk, for consumers that need a path.
 
 ``tiny:qwen3``, ``tiny:qwen2`` and ``tiny:qwen2_5_vl`` in ``model.name_or_path`` name these. The
-text models take a size after the architecture: ``tiny:qwen3:hidden=128,layers=4`` (either key;
-default hidden 32, 2 layers; 4 attention heads, MLP twice the hidden size).
+text models take a size after the architecture: ``tiny:qwen3:hidden=128,layers=4`` (any key;
+default hidden 32, 2 layers; 4 attention heads, MLP twice the hidden size) and a sliding
+window below the last layer: ``tiny:qwen2:hidden=64,window=32``.
 """
 
 from __future__ import annotations
@@ -74,10 +75,13 @@ def check_arch(arch: str, allowed: tuple[str, ...] = TINY_ARCHS) -> str:
 
 @dataclass(frozen=True)
 class TinySize:
-    """Width and depth of a tiny text model (``hidden=128,layers=4`` in its name)."""
+    """Width and depth of a tiny text model (``hidden=128,layers=4`` in its name); ``window``:
+    every layer but the last attends to the last ``window`` tokens only (sliding-window
+    attention; 0: every layer attends to everything)."""
 
     hidden: int = 32
     layers: int = 2
+    window: int = 0
 
     def __post_init__(self) -> None:
         if not (8 <= self.hidden <= 2048 and self.hidden % 8 == 0):
@@ -87,13 +91,22 @@ class TinySize:
             )
         if not 1 <= self.layers <= 32:
             raise ValueError(f"tiny model layers={self.layers}: use 1 to 32")
+        if self.window and (self.layers < 2 or not 1 <= self.window <= 4096):
+            raise ValueError(
+                f"tiny model window={self.window} with layers={self.layers}: use a window of "
+                "1 to 4096 tokens and at least 2 layers (the last one attends to everything)"
+            )
 
     @property
     def label(self) -> str:
         """``hidden128-layers4`` (empty for the default size)."""
         if self == TinySize():
             return ""
-        return "-".join(f"{f.name}{getattr(self, f.name)}" for f in fields(self))
+        return "-".join(
+            f"{f.name}{getattr(self, f.name)}"
+            for f in fields(self)
+            if f.name != "window" or self.window
+        )
 
 
 def parse_tiny(spec: str, allowed: tuple[str, ...] = TINY_ARCHS) -> tuple[str, TinySize]:
@@ -135,6 +148,13 @@ def _text_config(arch: str, vocab_size: int, tokenizer: Any, size: TinySize) -> 
         pad_token_id=tokenizer.pad_token_id,
         bos_token_id=None,
     )
+    if size.window:
+        common.update(
+            use_sliding_window=True,
+            sliding_window=size.window,
+            max_window_layers=0,
+            layer_types=["sliding_attention"] * (size.layers - 1) + ["full_attention"],
+        )
     if check_arch(arch, TEXT_ARCHS) == "qwen3":
         from transformers import Qwen3Config
 
