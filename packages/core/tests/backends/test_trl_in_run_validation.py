@@ -15,6 +15,7 @@ from aworld_rl_core.backends import trl_grpo
 from aworld_rl_core.backends.base import TrainJob
 from aworld_rl_core.backends.config import ModelConfig, RLConfig, TrainerConfig
 from aworld_rl_core.backends.validation import HISTORY_FILE, STOP_FILE, InRunValidation
+from aworld_rl_core.engine import Limits
 from aworld_rl_core.envs.toy import toy_tasks
 from aworld_rl_core.errors import ConfigError
 from aworld_rl_core.refs import Ref
@@ -46,9 +47,25 @@ def history(run_dir):
     return [json.loads(line) for line in (run_dir / HISTORY_FILE).read_text().splitlines()]
 
 
-def test_the_stop_rule_ends_the_run_after_a_validation_with_its_checkpoint(model_dir, tmp_path):
-    rule = InRunValidation(every=2, stop=Ref("stop_rules:after", kwargs={"validations": 2}))
+def test_the_stop_rule_ends_the_run_after_a_validation_with_its_checkpoint(
+    model_dir, tmp_path, monkeypatch
+):
+    from aworld_rl_core.backends import trl_trainer
+
+    own = Limits(max_turns=3, max_new_tokens=6)  # validation episodes' own limits
+    rule = InRunValidation(
+        every=2, stop=Ref("stop_rules:after", kwargs={"validations": 2}), limits=own
+    )
+    play, seen = trl_trainer.EpisodeRollout.play, []
+
+    def recording(self, model, tokenizer, rows, **kwargs):
+        seen.append(kwargs.get("limits"))
+        return play(self, model, tokenizer, rows, **kwargs)
+
+    monkeypatch.setattr(trl_trainer.EpisodeRollout, "play", recording)
     result = trl_grpo.TrlGrpoBackend().train(make_job(tmp_path, model_dir, rule, max_steps=8))
+    # training episodes: the rollout's limits; the two validations: their own
+    assert seen.count(None) == 4 and [x for x in seen if x is not None] == [own, own]
     assert result.metrics["global_step"] == 4.0 and result.metrics["stopped_early"] == 1.0
     assert [p.name for p in result.checkpoints] == ["checkpoint-4"]
     saved = history(tmp_path)

@@ -21,6 +21,7 @@ from aworld_rl_core.backends.verl.backend import VerlBackend
 from aworld_rl_core.backends.verl.config import VerlConfig
 from aworld_rl_core.backends.verl.launcher import STOP_CALLBACK
 from aworld_rl_core.backends.verl.stopping import StopRuleCallback, validation_metrics
+from aworld_rl_core.engine import Limits
 from aworld_rl_core.errors import ConfigError
 from aworld_rl_core.refs import Ref
 from aworld_rl_core.runs import Run
@@ -104,6 +105,8 @@ def test_in_run_validation_sets_test_freq_and_the_stop_callback(tmp_path):
     )
     with pytest.raises(ConfigError, match="test_freq=2 disagrees"):
         launch(tmp_path / "d", InRunValidation(every=3), test_freq=2)
+    with pytest.raises(ConfigError, match="verl validates with the training episodes' limits"):
+        launch(tmp_path / "e", InRunValidation(every=3, limits=Limits(max_new_tokens=8)))
 
 
 def test_validation_metrics_average_data_sources_at_the_largest_n():

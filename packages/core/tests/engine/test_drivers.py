@@ -256,3 +256,21 @@ def test_64_episodes_one_service_request_per_turn_in_play_many():
     rollout = Rollout([ServiceEnv(row, service="play") for row in ROWS])
     run_batched(rollout, generate, batch_size=8)
     assert service.requests == [64, 64, 64] and calls == [8] * 24
+
+
+def test_trl_driver_plays_validation_episodes_with_their_own_limits(codec, monkeypatch):
+    pytest.importorskip("trl")
+    from aworld_rl_core.backends import trl_trainer
+
+    def played(limits):
+        model = ScriptedModel(scripted_ids(codec.tokenizer), codec.eos_id)
+        monkeypatch.setattr(trl_trainer, "HfGenerator", lambda *args, **kwargs: model)
+        training = Limits(max_turns=2, max_new_tokens=32, max_response_tokens=256)
+        rollout = trl_trainer.EpisodeRollout(
+            [{}], LookupEnv, codec, training, temperature=1.0, top_p=1.0
+        )
+        [episode] = rollout.play(None, codec.tokenizer, [{}], temperature=0.0, limits=limits)
+        return episode.turns, episode.done, episode.truncated
+
+    assert played(None) == (2, True, True)  # the rollout's (training) limits cut it
+    assert played(LIMITS) == (3, True, False)  # validation's own limits: the whole episode

@@ -187,9 +187,10 @@ class TrlGrpoBackend:
         assert job.validation is not None
         indices = list(range(len(job.train_rows), len(job.train_rows) + len(job.eval_rows)))
         weights = _reward_weights(job)
+        limits = job.validation.limits
 
         def validate(model: Any) -> dict[str, float]:
-            episodes = rollout.play(model, tokenizer, job.eval_rows, temperature=0.0)
+            episodes = rollout.play(model, tokenizer, job.eval_rows, temperature=0.0, limits=limits)
             return glue.validation_metrics(episodes, indices, rewards, weights)
 
         return glue.ValidationCallback(job.validation, validate, job.run)

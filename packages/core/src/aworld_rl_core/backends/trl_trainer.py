@@ -92,8 +92,10 @@ class EpisodeRollout:
         rows: Sequence[Mapping[str, Any]],
         *,
         temperature: float | None = None,
+        limits: Limits | None = None,
     ) -> list[Episode]:
-        """One episode per row with ``model`` (``temperature=0``: greedy)."""
+        """One episode per row with ``model`` (``temperature=0``: greedy; ``limits``: the
+        rollout's by default)."""
         generator = HfGenerator(
             model,
             pad_id=tokenizer.pad_token_id,
@@ -106,7 +108,7 @@ class EpisodeRollout:
         try:
             envs.extend(self._env(row) for row in rows)
             tools = [row.get("tools") or None for row in rows]
-            rollout = Rollout(envs, self.limits, codec=self.codec, tools=tools)
+            rollout = Rollout(envs, limits or self.limits, codec=self.codec, tools=tools)
             return run_batched(rollout, functools.partial(generate_turns, generator))
         finally:
             for env in envs:

@@ -3,6 +3,9 @@
 ``TrainJob.validation = InRunValidation(every=10, stop=...)`` asks a backend to play the job's
 ``eval_rows`` greedily with the current policy every ``every`` optimizer steps (and at the last
 step), log the results as ``val/<name>`` and hand the validations so far to the ``stop`` rule.
+Validation episodes have the training episodes' limits unless ``limits`` gives their own
+(``Limits()``: only the environment ends them; the trl backend; verl validates with the
+training limits).
 When the rule says stop, the run ends after that step with a checkpoint of it. Nothing restarts:
 the KL reference stays the run's starting policy and the optimizer state carries on.
 
@@ -28,6 +31,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from aworld_rl_core.engine.episode import Limits
 from aworld_rl_core.errors import ConfigError
 from aworld_rl_core.refs import Ref
 
@@ -44,6 +48,7 @@ class InRunValidation:
     every: int
     stop: Ref | str | None = None
     before_train: bool = False
+    limits: Limits | None = None
 
     def __post_init__(self) -> None:
         if self.every < 1:

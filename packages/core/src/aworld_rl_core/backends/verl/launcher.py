@@ -300,6 +300,12 @@ def _validation_overrides(validation: Any, verl: Any, save_steps: int) -> dict[s
             f"trainer.verl.test_freq={verl.test_freq} disagrees with the job's in-run "
             f"validation every {validation.every} steps: leave test_freq at -1"
         )
+    if validation.limits is not None:
+        raise ConfigError(
+            "verl validates with the training episodes' limits (trainer.rl.max_turns, "
+            "max_new_tokens, max_response_tokens): give the in-run validation no limits of "
+            "its own"
+        )
     o: dict[str, Any] = {
         "trainer.test_freq": validation.every,
         "trainer.val_before_train": validation.before_train or verl.val_before_train,
