@@ -45,6 +45,8 @@ def test_hand_computed_progress_episode(helpers):
     assert s2.observation[0]["content"].startswith("Perform a detailed search using grep")
     s3 = env.step("no tags at all")  # format error, turn not advanced
     assert s3.reward == 0.0 and s3.info["turn"] == 1
+    # every step's info counts calls and format errors so far (a truncated episode ends on one)
+    assert (s3.info["tool_calls"], s3.info["format_errors"]) == (len(TURN0), 1)
     assert "does not follow the required format" in s3.observation[0]["content"]
     s4 = env.step(helpers.ANSWER)  # turn 1 had ground-truth calls: 0
     assert s4.reward == 0.0 and s4.info["turn"] == 2

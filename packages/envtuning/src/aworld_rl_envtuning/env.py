@@ -234,6 +234,8 @@ class EnvTuningEnv:
         return {
             "turn": self._episode.turn,
             "steps": len(self.stats.steps),
+            "tool_calls": self.tool_calls,
+            "format_errors": self.stats.format_errors,
             "progress": self.progress,
             "format_score": format_score(self.stats, denominator),
             "stage1_reward": stage1_reward(self.stats, denominator),
