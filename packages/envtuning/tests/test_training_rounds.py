@@ -9,6 +9,7 @@ import pytest
 
 from aworld_rl_core.backends.validation import HISTORY_FILE, write_history
 from aworld_rl_core.config import load_config
+from aworld_rl_core.engine import Limits
 from aworld_rl_core.errors import ConfigError
 from aworld_rl_core.runs import RunResult, execute
 from aworld_rl_envtuning.recipes.curriculum import CurriculumConfig, run_curriculum
@@ -77,7 +78,9 @@ def test_each_stage_is_one_run_from_the_previous_stage(scripted, tmp_path, aworl
     assert [j.trainer.max_steps for j in jobs] == [4, 1, 1, 1]
     assert [j.trainer.batch_size for j in jobs] == [1, 1, 1, 1]
     for job in jobs:  # validation and the plateau rule run inside the stage's run
-        assert job.validation.every == 2 and not job.validation.before_train
+        assert job.validation.every == 4 and not job.validation.before_train
+        # whole validation episodes: replies capped as in training, turns not
+        assert job.validation.limits == Limits(max_new_tokens=128)
         assert job.validation.stop_ref().target == "aworld_rl_envtuning.curriculum:plateau"
         assert job.eval_rows and all(
             r["env_options"]
@@ -165,6 +168,25 @@ def test_warm_start_rows_replay_the_ground_truth_in_the_protocol():
         trajectories(ids[:1], augmentation=False, tool_docs="compact", max_steps_per_turn=1)
 
 
+def test_a_warm_start_replays_the_stages_entries_first_then_the_rest_of_the_split():
+    from aworld_rl_envtuning.curriculum import StageConfig
+    from aworld_rl_envtuning.data import CATEGORIES, Split
+    from aworld_rl_envtuning.recipes.common import DataConfig
+    from aworld_rl_envtuning.recipes.warm_start import warm_start_ids
+
+    train = {c: [f"{c}_{i}" for i in range(4)] for c in CATEGORIES}
+    split = Split(0, {"train": train, "validation": {}, "held_out": {}})
+    base = StageConfig(name="b", data="base", reward="progress")
+    every = StageConfig(name="a", data="all", reward="progress")
+    data = DataConfig(max_train_entries=2)  # base: base_0, base_2; all: base_0, miss_param_0
+    own = ["multi_turn_base_0", "multi_turn_base_2", "multi_turn_miss_param_0"]
+    assert warm_start_ids((base, every), split, data, 0)[:3] == own
+    assert len(warm_start_ids((base, every), split, data, 0)) == 16  # the whole split, once
+    assert warm_start_ids((base, every), split, data, 2) == own[:2]
+    rest = [i for c in CATEGORIES for i in train[c] if i not in own]
+    assert warm_start_ids((base, every), split, data, 6) == [*own, rest[0], rest[4], rest[8]]
+
+
 def test_warm_start_steps_teach_the_tiny_model_a_reply_that_parses(aworld_home, tmp_path):
     """A real learning signal, cheap: the random tiny model's greedy first reply on a training
     entry does not parse; after 100 warm-start steps on that entry's ground-truth episode it
@@ -195,7 +217,7 @@ def test_warm_start_steps_teach_the_tiny_model_a_reply_that_parses(aworld_home, 
             tok.decode(ids[: ids.index(tok.eos_token_id)] if tok.eos_token_id in ids else ids)
         )
 
-    name = "tiny:qwen2:hidden=64"
+    name = "tiny:qwen2:hidden=64,window=32"  # the tiny-cpu preset's model
     assert not first_reply(name).ok
     ws = WarmStartConfig(steps=100, batch_size=1, learning_rate=1e-2)
     run = Run(tmp_path / "warm-start", name="warm start", quiet=True)

@@ -92,6 +92,12 @@ class ValidationConfig:
         25, help="validation entries per category (paper: 100 in all; 0 = no validation)", ge=0
     )
     max_steps_per_turn: int = option(20, help="model steps per user turn (BFCL uses 20)", ge=1)
+    whole_episodes: bool = option(
+        False,
+        help="in-run validation plays every user turn (only max_steps_per_turn ends a turn; "
+        "trl backend); false: validation episodes have the training episodes' caps "
+        "(trainer.rl.max_turns, stages.N.max_response_tokens), as verl validates",
+    )
     max_tokens: int = option(
         4096,
         help="final evaluation: max new tokens per response (in-run validation uses "

@@ -17,6 +17,7 @@ from typing import TYPE_CHECKING, Any
 
 from aworld_rl_core.backends.config import section
 from aworld_rl_core.backends.verl.config import VerlConfig
+from aworld_rl_core.engine import Limits
 from aworld_rl_envtuning.curriculum import StageConfig
 from aworld_rl_envtuning.data import CATEGORIES, Split, easy_subset, records_for, training_rows
 
@@ -119,6 +120,7 @@ def run_stage(
             every=validation.every,
             stop=cfg.transition.stop_rule(),
             before_train=validation.before_train,
+            limits=validation_limits(validation, trainer),
         )
         if val_rows
         else None
@@ -161,6 +163,12 @@ def run_stage(
         "validations": validations,
         "stopped_early": bool(result.metrics.get("stopped_early", 0.0)),
     }
+
+
+def validation_limits(validation: ValidationConfig, trainer: Any) -> Limits | None:
+    """Validation episodes' own limits: whole episodes (replies still capped at
+    ``trainer.rl.max_new_tokens``), or None (the training episodes' limits)."""
+    return Limits(max_new_tokens=trainer.rl.max_new_tokens) if validation.whole_episodes else None
 
 
 def _validation_env(validation: ValidationConfig) -> dict[str, Any]:

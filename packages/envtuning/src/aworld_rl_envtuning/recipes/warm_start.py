@@ -34,7 +34,10 @@ class WarmStartConfig:
 
     steps: int = option(0, help="SFT optimizer steps (0: no warm start, as in the paper)", ge=0)
     entries: int = option(
-        0, help="training entries whose ground truth is replayed (0: all of the split)", ge=0
+        0,
+        help="training entries whose ground truth is replayed: the stages' own entries "
+        "first, then entries spread over the rest of the split (0: the whole split)",
+        ge=0,
     )
     batch_size: int = option(8, help="samples per optimizer step", ge=1)
     learning_rate: float = option(1e-3, help="constant learning rate", gt=0)
@@ -75,6 +78,20 @@ def trajectories(ids: list[str], **env_options: Any) -> list[dict[str, Any]]:
     return asyncio.run(every())
 
 
+def warm_start_ids(stages: Any, split: Split, data: Any, entries: int) -> list[str]:
+    """The entries a warm start replays: the stages' training entries (what RL will play),
+    then entries spread over the rest of the training split, ``entries`` in all (0: all)."""
+    from aworld_rl_envtuning.recipes.training import _spread, stage_entry_ids
+
+    own = list(dict.fromkeys(i for s in stages for i in stage_entry_ids(s, split, data)))
+    rest = [i for i in split.of("train") if i not in own]
+    if not entries:
+        return own + rest
+    if entries <= len(own):
+        return own[:entries]
+    return own + _spread(rest, entries - len(own))
+
+
 def sft_trainer(ws: WarmStartConfig, seed: int) -> Any:
     """The ``hf-sft`` trainer settings of a warm start (constant learning rate)."""
     from aworld_rl_core.backends.config import SFTConfig, TrainerConfig
@@ -91,10 +108,10 @@ def sft_trainer(ws: WarmStartConfig, seed: int) -> Any:
 
 
 def greedy_validation(
-    model_path: str, rows: list[dict[str, Any]], env: Any, trainer: Any
+    model_path: str, rows: list[dict[str, Any]], env: Any, trainer: Any, limits: Any = None
 ) -> dict[str, float]:
     """The in-run validation's metrics for a saved model: greedy episodes of ``rows`` in the
-    environment ``env`` (a reference), limits from ``trainer.rl``."""
+    environment ``env`` (a reference), with ``limits`` (default: ``trainer.rl``'s)."""
     from aworld_rl_core.backends.config import ModelConfig
     from aworld_rl_core.backends.trl_trainer import EpisodeRollout, env_return, validation_metrics
     from aworld_rl_core.engine import ChatCodec, Limits
@@ -106,7 +123,7 @@ def greedy_validation(
         rows,
         callable_of(env, "environments"),
         ChatCodec(tokenizer),
-        Limits.of(trainer.rl),
+        limits or Limits.of(trainer.rl),
         temperature=0.0,
         top_p=1.0,
     )
@@ -122,18 +139,19 @@ def warm_start(cfg: Any, start: str, split: Split, run: Run) -> str:
     from aworld_rl_core.registry import get_trainer
     from aworld_rl_core.runs import Run
     from aworld_rl_envtuning.recipes.training import (
-        _spread,
+        stage_entry_ids,
         stage_rows,
         validation_ids,
+        validation_limits,
     )
 
     ws = cfg.warm_start
     if ws.steps == 0:
         return start
     folder = run.dir / FOLDER
-    stage = cfg.stages[0] if hasattr(cfg, "stages") else cfg.stage
-    ids = split.of("train")
-    ids = _spread(ids, ws.entries) if ws.entries else ids
+    stages = cfg.stages if hasattr(cfg, "stages") else (cfg.stage,)
+    stage = stages[0]
+    ids = warm_start_ids(stages, split, cfg.data, ws.entries)
     env_options = {
         "augmentation": stage.augmentation,
         "prompt_style": stage.prompt_style,
@@ -156,53 +174,59 @@ def warm_start(cfg: Any, start: str, split: Split, run: Run) -> str:
     finally:
         sub.close()
     model = str(result.outputs["model"])
+    trainer = rebuild(
+        TrainerConfig,
+        cfg.trainer,
+        {"batch_size": stage.batch_size, "rl.max_response_tokens": stage.max_response_tokens},
+    )
+    env = cfg.env.factory(
+        reward=stage.reward, augmentation=stage.augmentation, prompt_style=stage.prompt_style
+    )
+    # stage 1's own entries as stage 1 plays them (its reward and limits), greedily
+    rows = stage_rows(stage_entry_ids(stage, split, cfg.data), "train", cfg.env, stage)
+    scores = {"stage 1's training entries": _before_after(start, model, rows, env, trainer)}
     val_ids = validation_ids(split, cfg.validation.entries_per_category)
     if val_ids:
         from aworld_rl_envtuning.recipes.training import _validation_env
 
         rows = stage_rows(val_ids, "validation", cfg.env, stage, **_validation_env(cfg.validation))
-        trainer = rebuild(
-            TrainerConfig,
-            cfg.trainer,
-            {
-                "batch_size": stage.batch_size,
-                "rl.max_response_tokens": stage.max_response_tokens,
-            },
-        )
-        env = cfg.env.factory(
-            reward=stage.reward, augmentation=stage.augmentation, prompt_style=stage.prompt_style
-        )
-        before = greedy_validation(start, rows, env, trainer)
-        after = greedy_validation(model, rows, env, trainer)
-        _report(run, ws, len(ids), result.metrics, before, after)
+        limits = validation_limits(cfg.validation, trainer)
+        scores["validation"] = _before_after(start, model, rows, env, trainer, limits)
+    _report(run, ws, len(ids), result.metrics, scores)
     return model
 
 
+def _before_after(start: str, model: str, *args: Any) -> dict[str, dict[str, float]]:
+    return {"before": greedy_validation(start, *args), "after": greedy_validation(model, *args)}
+
+
 def _report(
-    run: Run, ws: Any, n_entries: int, sft: dict[str, Any], before: dict, after: dict
+    run: Run, ws: Any, n_entries: int, sft: dict[str, Any], scores: dict[str, dict]
 ) -> None:
+    """The report's "Warm start" section, ``warm_start.json`` and ``warm_start/...`` metrics."""
     keys = ("reward", "progress", "format_score", "stage1_reward", "format_errors", "tool_calls")
-    names = {"reward": "BFCL accuracy"}
+    names = {"reward": "episode reward (validation: BFCL accuracy)"}
     lines = [
         f"{ws.steps} hf-sft steps on the ground truth of {n_entries} training entries "
-        f"(final loss {sft.get('final_loss', float('nan')):.3f}); greedy validation episodes "
-        "of the stage-1 environment without hints:\n",
-        "| metric | random start | after warm start |",
-        "|---|---|---|",
+        f"(final loss {sft.get('final_loss', float('nan')):.3f}); greedy episodes of the "
+        "stage-1 environment without hints:\n",
+        f"| metric | {' | '.join(f'{part}: random start | after' for part in scores)} |",
+        "|---|" + "---|---|" * len(scores),
     ]
     for key in keys:
-        if key in before or key in after:
-            lines.append(
-                f"| {names.get(key, key)} | {before.get(key, float('nan')):.3f} | "
-                f"{after.get(key, float('nan')):.3f} |"
-            )
+        cells = [f"{s[when].get(key, float('nan')):.3f}" for s in scores.values() for when in s]
+        if any(key in s[when] for s in scores.values() for when in s):
+            lines.append(f"| {names.get(key, key)} | {' | '.join(cells)} |")
     run.add_section("Warm start", "\n".join(lines) + "\n")
-    record = {"before": before, "after": after, "sft": sft}
+    record = {"sft": sft, **scores}
     (run.dir / FOLDER / RESULT_FILE).write_text(json.dumps(record, indent=1), encoding="utf-8")
+    prefixes = {"stage 1's training entries": "train", "validation": "val"}
     run.log(
         {
-            **{f"warm_start/before/{k}": float(v) for k, v in before.items()},
-            **{f"warm_start/after/{k}": float(v) for k, v in after.items()},
+            f"warm_start/{prefixes[part]}/{when}/{k}": float(v)
+            for part, s in scores.items()
+            for when, metrics in s.items()
+            for k, v in metrics.items()
         },
         step=0,
     )
