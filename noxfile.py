@@ -41,13 +41,6 @@ TYPED_DEPS = [
     "types-jsonschema",
 ]
 OFFLINE = {"HF_HUB_OFFLINE": "1", "TRANSFORMERS_OFFLINE": "1", "TOKENIZERS_PARALLELISM": "false"}
-# glibc keeps freed memory, so CPU training does not page-fault the 151k-wide logit buffers in
-# again at every step: the same figures, ~10x less system time (packages/envtuning/README.md)
-KEEP_FREED_MEMORY = {
-    "MALLOC_MMAP_THRESHOLD_": "33554432",
-    "MALLOC_TRIM_THRESHOLD_": "4294967296",
-    "MALLOC_TOP_PAD_": "1073741824",
-}
 
 nox.options.default_venv_backend = "virtualenv"
 nox.options.reuse_venv = "yes"
@@ -185,7 +178,7 @@ def quickstart(session: nox.Session) -> None:
         "--preset",
         "tiny-cpu",
         *session.posargs,
-        env={**OFFLINE, **KEEP_FREED_MEMORY},
+        env=OFFLINE,
     )
 
 

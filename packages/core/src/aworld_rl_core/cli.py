@@ -196,8 +196,10 @@ def _resume(name: str, entry: Any, config_cls: type[Any], args: argparse.Namespa
 
 
 def _execute(name: str, entry: Any, cfg: Any, args: argparse.Namespace, output_dir: Path) -> int:
+    from aworld_rl_core.allocator import keep_freed_memory
     from aworld_rl_core.runs import execute
 
+    keep_freed_memory()
     try:
         result, run = execute(
             name,

@@ -1,7 +1,8 @@
 """pytest plugin (entry point ``pytest11``): markers ``gpu``, ``slow``, ``network`` and fixtures.
 
 ``slow`` tests run with ``--runslow``; ``gpu`` tests only where CUDA is available; ``network``
-tests only with ``--runnetwork`` and never in CI (``CI`` set).
+tests only with ``--runnetwork`` and never in CI (``CI`` set). The test process keeps freed
+memory (:func:`aworld_rl_core.allocator.keep_freed_memory`) like ``aworld-run``.
 """
 
 from __future__ import annotations
@@ -11,6 +12,8 @@ import os
 from pathlib import Path
 
 import pytest
+
+from aworld_rl_core.allocator import keep_freed_memory
 
 MARKERS = {
     "slow": "slow test; run with --runslow",
@@ -28,6 +31,7 @@ def pytest_addoption(parser: pytest.Parser) -> None:
 
 
 def pytest_configure(config: pytest.Config) -> None:
+    keep_freed_memory()  # as aworld-run does: CPU training steps stop page-faulting their buffers
     for name, text in MARKERS.items():
         config.addinivalue_line("markers", f"{name}: {text}")
 

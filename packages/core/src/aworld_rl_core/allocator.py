@@ -1,0 +1,38 @@
+"""Keep freed memory in the process: the CPU allocator setting ``aworld-run`` applies.
+
+glibc serves every block above its mmap threshold (at most 32 MB) with a fresh ``mmap`` and
+unmaps it on free, so each CPU training step faults its logits, activations and gradients in
+page by page again: on a tiny model with a 151k vocabulary that is most of the step's system
+time (``benchmarks/cpu_allocator.py``, docs/benchmarks.md). :func:`keep_freed_memory` makes
+glibc serve large blocks from its heap and keep what is freed for the next step. The price is a
+higher resident peak: memory freed once is not handed back to the OS until the process ends.
+
+``AWORLD_RL_KEEP_FREED_MEMORY=0`` in the environment leaves the allocator as it is.
+"""
+
+from __future__ import annotations
+
+import ctypes
+import ctypes.util
+import os
+import platform
+
+ENV_VAR = "AWORLD_RL_KEEP_FREED_MEMORY"
+_M_TRIM_THRESHOLD = -1  # <malloc.h>: free heap above this much is returned to the OS
+_M_MMAP_MAX = -4  # <malloc.h>: how many blocks may be served by mmap at once
+_TRIM_THRESHOLD = 2**31 - 1  # the largest value mallopt takes (an int)
+
+
+def keep_freed_memory() -> bool:
+    """Tell glibc to serve large blocks from its heap and keep freed memory; whether it did.
+
+    A no-op (False) off glibc, or when ``AWORLD_RL_KEEP_FREED_MEMORY=0``.
+    """
+    if os.environ.get(ENV_VAR, "1").strip().lower() in ("0", "false", "no", "off"):
+        return False
+    if platform.system() != "Linux" or platform.libc_ver()[0] != "glibc":
+        return False
+    libc = ctypes.CDLL(ctypes.util.find_library("c") or "libc.so.6")
+    return bool(libc.mallopt(_M_MMAP_MAX, 0)) and bool(
+        libc.mallopt(_M_TRIM_THRESHOLD, _TRIM_THRESHOLD)
+    )
