@@ -85,3 +85,31 @@ def test_training_rows_carry_entry_ids_and_no_tools_column():
     assert "tools" not in rows[0]
     gt = json.loads(rows[0]["ground_truth"])
     assert gt[0] == [] and gt[1] == ["find(path='.',name='test')"]  # per-turn ground truth
+
+
+def _number(entry_id):
+    return int(entry_id.rsplit("_", 1)[1])
+
+
+def test_split_by_task_keeps_every_variant_of_a_task_on_one_side():
+    by_category = bfcl_split(SplitConfig())
+    by_task = bfcl_split(SplitConfig(by="task"))
+    train_tasks = {_number(i) for i in by_task.of("train")}
+    assert len(train_tasks) == 100  # the same 100 task numbers in each category
+    for category in CATEGORIES:
+        assert {_number(i) for i in by_task.of("train", [category])} == train_tasks
+    sides = [{_number(i) for i in by_task.of(s)} for s in ("train", "validation", "held_out")]
+    assert [len(s) for s in sides] == [100, 25, 75]
+    assert not (sides[0] & sides[1] or sides[0] & sides[2] or sides[1] & sides[2])
+    assert len(by_task.of("train")) == 400 and bfcl_split(SplitConfig(by="task")).ids == by_task.ids
+    # the paper's per-category shuffles (seed 0) put a variant of 84 of the 100 validation
+    # tasks in training
+    seen = {_number(i) for i in by_category.of("train")}
+    assert sum(_number(i) in seen for i in by_category.of("validation")) == 84
+
+
+def test_split_by_task_needs_one_numbering():
+    ids = {c: [f"{c}_{i}" for i in range(10)] for c in CATEGORIES}
+    ids[CATEGORIES[0]] = ids[CATEGORIES[0]][:-1] + [f"{CATEGORIES[0]}_12"]
+    with pytest.raises(ValueError, match="split.by=category"):
+        split_ids(ids, SplitConfig(by="task", train_per_category=4, validation_per_category=2))

@@ -4,7 +4,11 @@ The paper trains on 100 entries of each of the four multi-turn categories, valid
 the remaining entries and evaluates on the rest. The split here is deterministic from a seed:
 each category's ids are shuffled with ``random.Random(f"{seed}:{category}")``; the first
 ``train_per_category`` are training, the next ``validation_per_category`` validation, the rest
-held out. ``write_split`` saves the chosen ids (``split.json``) in the run directory.
+held out. BFCL's ``multi_turn_<category>_N`` of the four categories are variants of one task N
+(the same first user turn in 501 of 600 pairs with the base entry), so that split puts variants
+of one task on both sides; ``by="task"`` shuffles the task numbers once
+(``random.Random(f"{seed}:task")``) and gives every category the same numbers per split.
+``write_split`` saves the chosen ids (``split.json``) in the run directory.
 """
 
 from __future__ import annotations
@@ -14,7 +18,7 @@ import random
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Literal
 
 from aworld_rl_core.config import option
 from aworld_rl_core.tooluse.bfcl.loader import MULTI_TURN_CATEGORIES
@@ -38,6 +42,11 @@ class SplitConfig:
     )
     validation_per_category: int = option(
         25, help="validation entries per category (paper: 100 in all)"
+    )
+    by: Literal["category", "task"] = option(
+        "category",
+        help="shuffle each category on its own (paper) or the task numbers N shared by "
+        "multi_turn_<category>_N (no task on both sides of the split)",
     )
 
 
@@ -66,21 +75,38 @@ def split_ids(ids_by_category: dict[str, Sequence[str]], cfg: SplitConfig) -> Sp
     """The deterministic split of ``ids_by_category`` (see the module docstring)."""
     if cfg.train_per_category < 0 or cfg.validation_per_category < 0:
         raise ValueError("train_per_category and validation_per_category must be >= 0")
-    ids: dict[str, dict[str, list[str]]] = {s: {} for s in SPLITS}
-    for category in CATEGORIES:
-        pool = sorted(ids_by_category.get(category, ()), key=_natural)
-        need = cfg.train_per_category + cfg.validation_per_category
+    need = cfg.train_per_category + cfg.validation_per_category
+    pools = {c: sorted(ids_by_category.get(c, ()), key=_natural) for c in CATEGORIES}
+    for category, pool in pools.items():
         if need > len(pool):
             raise ValueError(
                 f"{category} has {len(pool)} entries, fewer than train_per_category + "
                 f"validation_per_category = {need}"
             )
-        random.Random(f"{cfg.seed}:{category}").shuffle(pool)
-        train_end = cfg.train_per_category
-        ids["train"][category] = pool[:train_end]
-        ids["validation"][category] = pool[train_end:need]
+    order = _task_order(pools, cfg.seed) if cfg.by == "task" else None
+    ids: dict[str, dict[str, list[str]]] = {s: {} for s in SPLITS}
+    for category, pool in pools.items():
+        if order is None:
+            random.Random(f"{cfg.seed}:{category}").shuffle(pool)
+        else:
+            pool.sort(key=lambda entry_id: order[_natural(entry_id)[1]])
+        ids["train"][category] = pool[: cfg.train_per_category]
+        ids["validation"][category] = pool[cfg.train_per_category : need]
         ids["held_out"][category] = pool[need:]
     return Split(cfg.seed, ids)
+
+
+def _task_order(pools: dict[str, list[str]], seed: int) -> dict[int, int]:
+    """Each task number's place in one seeded shuffle; every category must have the same ones."""
+    numbers = {c: sorted(_natural(i)[1] for i in pool) for c, pool in pools.items()}
+    first, *rest = numbers.values()
+    if any(n != first for n in rest) or -1 in first:
+        raise ValueError(
+            "split.by=task needs every category to number its entries 0..N-1 alike "
+            "(multi_turn_<category>_N); use split.by=category"
+        )
+    random.Random(f"{seed}:task").shuffle(first)
+    return {number: place for place, number in enumerate(first)}
 
 
 def _natural(entry_id: str) -> tuple[str, int]:

@@ -103,7 +103,7 @@ def _split(cfg: EvalConfig) -> tuple[Split, str]:
         return read_split(path), f"split from {path}"
     s = cfg.split
     return bfcl_split(s), (
-        f"seeded split (seed {s.seed}; {s.train_per_category} training and "
+        f"seeded split by {s.by} (seed {s.seed}; {s.train_per_category} training and "
         f"{s.validation_per_category} validation entries per category)"
     )
 
