@@ -110,6 +110,6 @@ def test_split_by_task_keeps_every_variant_of_a_task_on_one_side():
 
 def test_split_by_task_needs_one_numbering():
     ids = {c: [f"{c}_{i}" for i in range(10)] for c in CATEGORIES}
-    ids[CATEGORIES[0]] = ids[CATEGORIES[0]][:-1] + [f"{CATEGORIES[0]}_12"]
+    ids[CATEGORIES[0]] = [*ids[CATEGORIES[0]][:-1], f"{CATEGORIES[0]}_12"]
     with pytest.raises(ValueError, match="split.by=category"):
         split_ids(ids, SplitConfig(by="task", train_per_category=4, validation_per_category=2))
