@@ -13,7 +13,6 @@ higher resident peak: memory freed once is not handed back to the OS until the p
 from __future__ import annotations
 
 import ctypes
-import ctypes.util
 import os
 import platform
 
@@ -32,7 +31,7 @@ def keep_freed_memory() -> bool:
         return False
     if platform.system() != "Linux" or platform.libc_ver()[0] != "glibc":
         return False
-    libc = ctypes.CDLL(ctypes.util.find_library("c") or "libc.so.6")
+    libc = ctypes.CDLL(None)  # the running process's own symbols: its glibc's mallopt
     return bool(libc.mallopt(_M_MMAP_MAX, 0)) and bool(
         libc.mallopt(_M_TRIM_THRESHOLD, _TRIM_THRESHOLD)
     )
