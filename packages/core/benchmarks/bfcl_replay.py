@@ -38,6 +38,7 @@ from aworld_rl_core.tooluse.bfcl import (
     ground_truth_calls,
     judge_multi_turn,
     judge_single_turn,
+    language_of,
     load_category,
     version,
 )
@@ -172,7 +173,12 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
         ],
         lambda: [
             ref._ast.ast_checker(
-                e.functions, d, e.ground_truth, ref._language, e.category, "bench"
+                e.functions,
+                d,
+                e.ground_truth,
+                ref._languages[language_of(e.category)][0],
+                e.category,
+                "bench",
             )["valid"]
             for e, d in zip(single, bfcl_decoded, strict=True)
         ],
