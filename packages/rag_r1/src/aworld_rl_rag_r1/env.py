@@ -15,8 +15,8 @@ from __future__ import annotations
 
 import time
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
-from typing import Any
+from dataclasses import dataclass, field, replace
+from typing import Any, Literal
 
 from aworld_rl_core.config import from_dict, option, to_dict
 from aworld_rl_core.environment import Message, Step
@@ -32,8 +32,10 @@ from aworld_rl_rag_r1.actions import (
 )
 from aworld_rl_rag_r1.prompts import Mode, load_template, render
 from aworld_rl_rag_r1.retrieval import RetrieverConfig
-from aworld_rl_rag_r1.reward import Normalizer, exact_match, f1
+from aworld_rl_rag_r1.reward import Normalizer, exact_match, f1, format_score
 from aworld_rl_rag_r1.search import BatchedSearch, QueryCache
+
+EpisodeReward = Literal["em", "em_format", "f1"]
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -61,6 +63,12 @@ class SearchEnvConfig:
         None, help="tokenizer counting the budget (the policy's); unset: white-space words"
     )
     normalizer: Normalizer = option("squad", help="answer normalisation of the reward")
+    reward: EpisodeReward = option(
+        "em",
+        help="the episode's reward: em (the paper: 1.0 for a correct answer, else 0), "
+        "em_format (Search-R1 v0.3's EM with format score, in place of EM) or f1",
+    )
+    reward_weight: float = option(1.0, help="the episode reward is multiplied by this")
     prompt_file: str | None = option(
         None, help="a template file with {question} (and optionally {search}); unset: ours"
     )
@@ -105,6 +113,7 @@ class Counters:
     invalid: int = 0
     retrieval_s: float = 0.0
     step_s: float = 0.0
+    load_s: float = 0.0
     queries_per_search: list[int] = field(default_factory=list)
 
 
@@ -122,6 +131,7 @@ class SearchEnv:
         self.gold_docs = [str(d) for d in row.get("gold_docs", []) or []]
         self.question, self.cfg = question, cfg
         self.counters = Counters()
+        self.transcript = ""  # the model's turns with the observations spliced in
         self._prompt = render(
             question,
             cfg.mode,
@@ -142,15 +152,24 @@ class SearchEnv:
 
     @classmethod
     def step_many(cls, envs: Sequence[SearchEnv], texts: Sequence[str]) -> list[Step]:
-        """Step every episode; all searches of the turn go out as one retrieval per retriever."""
+        """Step every episode; all searches of the turn go out as one retrieval per retriever.
+
+        The retriever and the tokenizer are loaded (once per process) before the clock starts:
+        ``step_s`` is the per-turn cost, ``load_s`` the one-time load this episode waited for.
+        """
+        loading = time.perf_counter()
+        for env in envs:
+            _search(env.cfg.retriever)
+            _truncator(env.cfg.obs_tokenizer)
         began = time.perf_counter()
+        load = (began - loading) / max(1, len(envs))
         steps: list[Step | None] = [None] * len(envs)
         searching: dict[int, list[tuple[int, list[str]]]] = {}
         searchers: dict[int, BatchedSearch] = {}
         for i, (env, text) in enumerate(zip(envs, texts, strict=True)):
             outcome = env._decide(text)
             if isinstance(outcome, Step):
-                steps[i] = outcome
+                steps[i] = env._finish(outcome)
                 continue
             searcher = _search(env.cfg.retriever)
             searchers[id(searcher)] = searcher
@@ -163,26 +182,43 @@ class SearchEnv:
             share = stats.seconds / len(items)
             for (i, queries), hits in zip(items, results, strict=True):
                 envs[i].counters.retrieval_s += share
-                steps[i] = envs[i]._observe(queries, hits)
+                steps[i] = envs[i]._finish(envs[i]._observe(queries, hits))
         elapsed = (time.perf_counter() - began) / max(1, len(envs))
         for env, step in zip(envs, steps, strict=True):
             env.counters.step_s += elapsed
+            env.counters.load_s += load
             assert step is not None
             step.info.update(env.info())
         return steps  # type: ignore[return-value]
 
     # -------------------------------------------------------------------------- one turn
 
+    def _finish(self, step: Step) -> Step:
+        """Record the step's observation in the transcript; score a finished episode."""
+        self.transcript += step.inline or ""
+        if step.done:
+            return replace(step, reward=self.cfg.reward_weight * self.episode_reward(step.info))
+        return step
+
+    def episode_reward(self, info: Mapping[str, Any]) -> float:
+        """The finished episode's reward as ``cfg.reward`` names it (before the weight)."""
+        if self.cfg.reward == "em_format":
+            return format_score(self.transcript, self.golds)
+        return float(info.get("f1" if self.cfg.reward == "f1" else "em", 0.0))
+
     def _decide(self, text: str) -> Step | list[str]:
         """An answer / invalid / final-turn Step, or the queries to retrieve for."""
         c, cfg = self.counters, self.cfg
         c.turns += 1
-        action = parse_action(cut_turn(text))
+        turn = cut_turn(text)
+        self.transcript += turn
+        action = parse_action(turn)
         if action.kind == "answer":
             em = exact_match(action.content, self.golds, normalizer=cfg.normalizer)
             info = {"answer": action.content, "em": em, "f1": f1(action.content, self.golds)}
-            return Step(reward=em, done=True, info=info)
+            return Step(done=True, info=info)
         if c.turns > cfg.max_search_turns:  # the answer turn: no more searching
+            c.invalid += action.kind != "search"  # a search here is a valid action, too late
             return Step(
                 done=True, info={"answer": None, "em": 0.0, "f1": 0.0, "ended": "no answer"}
             )
@@ -231,6 +267,7 @@ class SearchEnv:
             "invalid_actions": c.invalid,
             "retrieval_s": c.retrieval_s,
             "step_s": c.step_s,
+            "load_s": c.load_s,
         }
 
 
