@@ -59,6 +59,16 @@ class SearchEnvConfig:
     max_obs_tokens: int = option(
         1000, help="token budget per query's passages (mq) or per observation (sq)"
     )
+    max_passage_tokens: int = option(
+        0, help="each retrieved passage cut to this many tokens (0: whole, the paper)"
+    )
+    obs_budget_tokens: int = option(
+        0,
+        help="observation tokens one episode may receive in all; each search gets its fair "
+        "share of what is left (left / searches left), so every allowed search fits (0: no "
+        "budget, the paper's code; rag_r1.train's default -1 derives it from the trainer's "
+        "response budget)",
+    )
     obs_tokenizer: str | None = option(
         None, help="tokenizer counting the budget (the policy's); unset: white-space words"
     )
@@ -114,6 +124,7 @@ class Counters:
     retrieval_s: float = 0.0
     step_s: float = 0.0
     load_s: float = 0.0
+    obs_tokens: int = 0
     queries_per_search: list[int] = field(default_factory=list)
 
 
@@ -251,11 +262,49 @@ class SearchEnv:
         c.queries_per_search.append(len(queries))
         truncator = _truncator(cfg.obs_tokenizer)
         contents = [[h.contents for h in row] for row in hits]
-        if cfg.mode == "sq":
-            block = observations.single_query(contents[0], truncator, cfg.max_obs_tokens)
-        else:
-            block = observations.multi_query(queries, contents, truncator, cfg.max_obs_tokens)
+        block = self._render(queries, contents, truncator, self._share())
+        c.obs_tokens += truncator.count(block)
         return Step(inline=block, info={"queries": list(queries)})
+
+    def _share(self) -> int | None:
+        """Tokens this search's observation may take under ``obs_budget_tokens`` (None: no
+        budget): what is left over the searches left, this one included."""
+        cfg, c = self.cfg, self.counters
+        if cfg.obs_budget_tokens <= 0:
+            return None
+        searches_left = max(1, cfg.max_search_turns - c.searches + 1)  # c.searches counts this
+        return max(0, cfg.obs_budget_tokens - c.obs_tokens) // searches_left
+
+    def _render(
+        self,
+        queries: list[str],
+        contents: list[list[str]],
+        truncator: observations.Truncator,
+        share: int | None,
+    ) -> str:
+        """The observation, its per-query (mq) or whole (sq) cut lowered until it fits
+        ``share`` tokens."""
+        cfg = self.cfg
+        per = cfg.max_obs_tokens
+        if share is not None:
+            per = min(per, share if cfg.mode == "sq" else share // max(1, len(queries)))
+
+        def build(limit: int) -> str:
+            if cfg.mode == "sq":
+                return observations.single_query(
+                    contents[0], truncator, limit, cfg.max_passage_tokens
+                )
+            return observations.multi_query(
+                queries, contents, truncator, limit, cfg.max_passage_tokens
+            )
+
+        block = build(per)
+        while share is not None and per > 0 and (size := truncator.count(block)) > share:
+            excess = size - share
+            step = excess if cfg.mode == "sq" else -(-excess // max(1, len(queries)))
+            per = max(0, per - step)
+            block = build(per)
+        return block
 
     def info(self) -> dict[str, Any]:
         c = self.counters
@@ -268,6 +317,7 @@ class SearchEnv:
             "retrieval_s": c.retrieval_s,
             "step_s": c.step_s,
             "load_s": c.load_s,
+            "obs_tokens": c.obs_tokens,
         }
 
 

@@ -141,7 +141,11 @@ class TrainConfig:
         help="the policy (the paper starts from its SFT checkpoint)",
     )
     trainer: TrainerConfig = option(factory=paper_trainer, help="training")
-    env: SearchEnvConfig = option(factory=SearchEnvConfig, help="the search environment")
+    env: SearchEnvConfig = option(
+        factory=lambda: SearchEnvConfig(obs_budget_tokens=-1),
+        help="the search environment (obs_budget_tokens -1: every search fits the trainer's "
+        "response budget)",
+    )
     data: TrainDataConfig = option(factory=TrainDataConfig, help="questions")
     reward: RewardConfig = option(
         factory=RewardConfig, help="the reward (the paper: EM alone, 1.0 for a correct answer)"
@@ -159,6 +163,26 @@ def _rows(path: str, cfg: TrainConfig, limit: int) -> list[dict[str, Any]]:
     return [item.row() for items in load_questions(data, cfg.world).values() for item in items]
 
 
+def observation_budget(cfg: TrainConfig) -> int:
+    """``env.obs_budget_tokens``, with -1 resolved: the response budget less the model's turns
+    at their longest (``max_response_tokens - max_turns x max_new_tokens``), so all
+    ``env.max_search_turns`` searches and the answer turn fit and no episode is cut short."""
+    if cfg.env.obs_budget_tokens >= 0:
+        return cfg.env.obs_budget_tokens
+    rl = cfg.trainer.rl
+    if rl.max_response_tokens is None or rl.max_new_tokens is None:
+        return 0
+    budget = rl.max_response_tokens - rl.max_turns * rl.max_new_tokens
+    if budget <= 0:
+        raise ValueError(
+            f"env.obs_budget_tokens=-1 leaves no room for observations: "
+            f"trainer.rl.max_response_tokens={rl.max_response_tokens} <= trainer.rl.max_turns "
+            f"({rl.max_turns}) x trainer.rl.max_new_tokens ({rl.max_new_tokens}); raise "
+            "max_response_tokens or set env.obs_budget_tokens to a number of tokens (0: none)"
+        )
+    return budget
+
+
 def env_options(cfg: TrainConfig) -> dict[str, Any]:
     """The environment's JSON options: ``synthetic`` resolved, the policy's tokenizer counting
     the observation budget unless ``env.obs_tokenizer`` names one."""
@@ -167,7 +191,12 @@ def env_options(cfg: TrainConfig) -> dict[str, Any]:
     from aworld_rl_rag_r1.recipes.eval import resolve_env
 
     env = resolve_env(cfg.env, cfg.world)
-    env = replace(env, reward=cfg.reward.episode, reward_weight=cfg.reward.episode_weight)
+    env = replace(
+        env,
+        reward=cfg.reward.episode,
+        reward_weight=cfg.reward.episode_weight,
+        obs_budget_tokens=observation_budget(cfg),
+    )
     if env.obs_tokenizer is None:
         env = replace(env, obs_tokenizer=cfg.model.tokenizer or cfg.model.name_or_path)
     return to_dict(env)
