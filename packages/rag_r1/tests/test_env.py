@@ -203,11 +203,11 @@ def test_rewards_as_the_paper_scores_and_their_sum(counted, world):
     off = RewardConfig(episode_weight=0.0, extra=("rag_r1.f1",))
     assert score(off, good) == 1.0
     with pytest.raises(ValueError, match="correct answer would score 2.0"):
-        RewardConfig(extra=("rag_r1.em_format",))
+        RewardConfig(extra=("rag_r1.em_format",)).check()
     with pytest.raises(ValueError, match="count the answer twice"):
-        RewardConfig(extra=("rag_r1.em",))
+        RewardConfig(extra=("rag_r1.em",)).check()
     with pytest.raises(ValueError, match="1 weights for 0"):
-        RewardConfig(extra_weights=(1.0,))
+        RewardConfig(extra_weights=(1.0,)).check()
 
 
 def test_train_job_carries_the_reward_config(tmp_path, aworld_home):

@@ -295,3 +295,22 @@ def test_oracle_through_the_server(hash_index, world, retriever):
         assert ids[:2] == [str(store.rows_of(d)[0]) for d in q["gold_docs"]]
         missing = c.post("/retrieve", json={"queries": ["q"]})
         assert missing.status_code == 422 and "needs the gold" in missing.json()["error"]
+
+
+def test_server_threads_set_faiss_and_torch():
+    import faiss
+    import torch
+
+    from aworld_rl_rag_r1.server import set_threads
+
+    before = (faiss.omp_get_max_threads(), torch.get_num_threads())
+    try:
+        set_threads(1)
+        assert (faiss.omp_get_max_threads(), torch.get_num_threads()) == (1, 1)
+        set_threads(0)  # 0 leaves them alone
+        assert (faiss.omp_get_max_threads(), torch.get_num_threads()) == (1, 1)
+        with pytest.raises(ValueError, match="server.threads must be >= 0"):
+            set_threads(-1)
+    finally:
+        faiss.omp_set_num_threads(before[0])
+        torch.set_num_threads(before[1])

@@ -42,8 +42,11 @@ class EvalConfig:
     """Evaluate a deep-search agent (the paper: T=0.7, 1024 new tokens, 5 searches, top-3)."""
 
     llm: LLMConfig = option(
-        factory=lambda: LLMConfig(temperature=0.7, max_tokens=1024, concurrency=32),
-        help="the agent (provider=local: a transformers model, tiny:qwen3 works offline)",
+        factory=lambda: LLMConfig(
+            base_url="http://127.0.0.1:8001/v1", temperature=0.7, max_tokens=1024, concurrency=32
+        ),
+        help="the agent (provider=local: a transformers model, tiny:qwen3 works offline); "
+        "the LLM server on port 8001, the retrieval server keeps 8000",
     )
     env: SearchEnvConfig = option(
         factory=lambda: SearchEnvConfig(normalizer="eval"), help="the search environment"

@@ -110,7 +110,8 @@ class RewardConfig:
         (), help="one weight per extra reward (empty: 1.0 each)"
     )
 
-    def __post_init__(self) -> None:
+    def check(self) -> None:
+        """Errors naming the keys when the weights do not match or an answer counts twice."""
         if self.extra_weights and len(self.extra_weights) != len(self.extra):
             raise ValueError(
                 f"reward.extra_weights has {len(self.extra_weights)} weights for "
@@ -212,6 +213,7 @@ def build_job(cfg: TrainConfig, run: Run) -> Any:
             f"env.max_search_turns={cfg.env.max_search_turns}: set it to "
             f"{cfg.env.max_search_turns + 1}"
         )
+    cfg.reward.check()
     train = _rows(cfg.data.train, cfg, cfg.data.limit)
     if not train:
         raise ValueError(f"data.train={cfg.data.train!r} holds no question")
