@@ -30,6 +30,7 @@ from aworld_rl_rag_r1.actions import (
     parse_action,
     parse_queries,
 )
+from aworld_rl_rag_r1.metrics import answer_in, gold_share
 from aworld_rl_rag_r1.prompts import Mode, load_template, render
 from aworld_rl_rag_r1.retrieval import RetrieverConfig
 from aworld_rl_rag_r1.reward import Normalizer, exact_match, f1, format_score
@@ -85,7 +86,7 @@ class SearchEnvConfig:
     retriever: RetrieverConfig = option(factory=RetrieverConfig, help="the retriever")
 
 
-def _search(cfg: RetrieverConfig) -> BatchedSearch:
+def searcher(cfg: RetrieverConfig) -> BatchedSearch:
     """One batched searcher (retriever + cache) per process and retriever spec."""
 
     def build() -> BatchedSearch:
@@ -95,6 +96,9 @@ def _search(cfg: RetrieverConfig) -> BatchedSearch:
         return BatchedSearch(make_retriever(cfg), topk=cfg.topk, cache=cache)
 
     return shared("rag_r1.search", to_dict(cfg), build)
+
+
+_search = searcher
 
 
 def _truncator(name: str | None) -> observations.Truncator:
@@ -125,6 +129,8 @@ class Counters:
     step_s: float = 0.0
     load_s: float = 0.0
     obs_tokens: int = 0
+    retrieved_docs: set[str] = field(default_factory=set)
+    answer_retrieved: bool = False
     queries_per_search: list[int] = field(default_factory=list)
 
 
@@ -262,6 +268,9 @@ class SearchEnv:
         c.queries_per_search.append(len(queries))
         truncator = _truncator(cfg.obs_tokenizer)
         contents = [[h.contents for h in row] for row in hits]
+        c.retrieved_docs.update(h.doc_id for row in hits for h in row if h.doc_id)
+        if not c.answer_retrieved:
+            c.answer_retrieved = answer_in([t for row in contents for t in row], self.golds)
         block = self._render(queries, contents, truncator, self._share())
         c.obs_tokens += truncator.count(block)
         return Step(inline=block, info={"queries": list(queries)})
@@ -318,6 +327,8 @@ class SearchEnv:
             "step_s": c.step_s,
             "load_s": c.load_s,
             "obs_tokens": c.obs_tokens,
+            "answer_in_retrieved": float(c.answer_retrieved),
+            "gold_docs_retrieved": gold_share(sorted(c.retrieved_docs), self.gold_docs),
         }
 
 
