@@ -98,9 +98,6 @@ def searcher(cfg: RetrieverConfig) -> BatchedSearch:
     return shared("rag_r1.search", to_dict(cfg), build)
 
 
-_search = searcher
-
-
 def _truncator(name: str | None) -> observations.Truncator:
     if not name:
         return observations.WordTruncator()
@@ -176,7 +173,7 @@ class SearchEnv:
         """
         loading = time.perf_counter()
         for env in envs:
-            _search(env.cfg.retriever)
+            searcher(env.cfg.retriever)
             _truncator(env.cfg.obs_tokenizer)
         began = time.perf_counter()
         load = (began - loading) / max(1, len(envs))
@@ -188,9 +185,9 @@ class SearchEnv:
             if isinstance(outcome, Step):
                 steps[i] = env._finish(outcome)
                 continue
-            searcher = _search(env.cfg.retriever)
-            searchers[id(searcher)] = searcher
-            searching.setdefault(id(searcher), []).append((i, outcome))
+            search = searcher(env.cfg.retriever)
+            searchers[id(search)] = search
+            searching.setdefault(id(search), []).append((i, outcome))
         for key, items in searching.items():
             gold = None
             if envs[items[0][0]].cfg.retriever.backend == "oracle":
