@@ -258,7 +258,8 @@ def test_build_index_killed_with_sigkill_resumes_from_the_cli(tmp_path):
         "index.shard_size=8",
     ]
     proc = _cli(*args, env=env)
-    shards = run_dir / "index" / "embeddings"
+    index = tmp_path / "home" / "indexes" / "rag_r1-tiny-cpu"  # the tiny-cpu index_dir
+    shards = index / "embeddings"
     deadline = time.monotonic() + 300
     while not (shards / "shard-00002.npy").exists():
         assert proc.poll() is None, proc.communicate()[1][-2000:]
@@ -266,7 +267,7 @@ def test_build_index_killed_with_sigkill_resumes_from_the_cli(tmp_path):
         time.sleep(0.02)
     proc.kill()
     proc.wait()
-    assert not (run_dir / "index" / "manifest.json").exists()
+    assert not (index / "manifest.json").exists()
     done = len(list(shards.glob("shard-*.npy")))
     resumed = _cli("rag_r1.build-index", "--output-dir", str(run_dir), "--resume", env=env)
     out, err = resumed.communicate(timeout=600)
@@ -274,5 +275,5 @@ def test_build_index_killed_with_sigkill_resumes_from_the_cli(tmp_path):
     total = int(re.search(r"passages: (\d+)", out).group(1))
     assert f"shards_reused: {done}" in out
     assert f"shards_encoded: {-(-total // 8) - done}" in out
-    manifest = json.loads((run_dir / "index" / "manifest.json").read_text())
+    manifest = json.loads((index / "manifest.json").read_text())
     assert manifest["count"] == total > 60
