@@ -147,3 +147,123 @@ def test_bad_rows_and_options_are_clear():
         make_env({"golden_answers": ["x"]})
     with pytest.raises(Exception, match="mode"):
         make_env({"question": "q"}, mode="xx")
+
+
+def _play(cfg, q, turns):
+    env = SearchEnv(_row(q), cfg)
+    env.reset()
+    for text in turns:
+        step = env.step(text)
+    return env, step
+
+
+def _total(env, step, cfg):
+    """The reward a backend sums: the episode's return plus the weighted extra rewards."""
+    from aworld_rl_core.refs import Ref, callable_of
+    from aworld_rl_rag_r1.recipes.train import RewardConfig
+
+    assert isinstance(cfg, RewardConfig)
+    fns = [callable_of(Ref.named(name), "rewards") for name in cfg.extra]
+    weights = cfg.weights() or (1.0,) * len(fns)
+    completion = [{"role": "assistant", "content": env.transcript}]
+    extra = sum(
+        w * fn([completion], golden_answers=[env.golds])[0]
+        for w, fn in zip(weights, fns, strict=True)
+    )
+    return step.reward + extra
+
+
+def test_rewards_as_the_paper_scores_and_their_sum(counted, world):
+    """EM alone by default (1.0 for a correct answer); em_format replaces EM; extras add."""
+    from dataclasses import replace
+
+    from aworld_rl_rag_r1.recipes.train import RewardConfig
+
+    cfg, _ = counted
+    q = world[1][0]
+    gold = q["golden_answers"][0]
+    good = ["<think>a</think>\n<search>x</search>", f"\n<think>b</think>\n<answer>{gold}</answer>"]
+    sloppy = ["<search>x</search>", f"text <answer>{gold}</answer>"]  # no <think>: bad format
+    wrong = ["<think>a</think>\n<search>x</search>", "\n<think>b</think>\n<answer>nope</answer>"]
+
+    def score(reward, turns):
+        env_cfg = replace(cfg, reward=reward.episode, reward_weight=reward.episode_weight)
+        env, step = _play(env_cfg, q, turns)
+        return _total(env, step, reward)
+
+    paper = RewardConfig()
+    assert (paper.episode, paper.episode_weight, paper.extra) == ("em", 1.0, ())
+    assert score(paper, good) == 1.0 and score(paper, sloppy) == 1.0 and score(paper, wrong) == 0.0
+    fmt = RewardConfig(episode="em_format")  # Search-R1 v0.3: 1.0 / 1 - 0.2 / 0.2 / 0.1
+    assert score(fmt, good) == 1.0
+    assert score(fmt, sloppy) == pytest.approx(0.8)
+    assert score(fmt, wrong) == pytest.approx(0.2)
+    f1_extra = RewardConfig(extra=("rag_r1.f1",), extra_weights=(0.5,))
+    assert score(f1_extra, good) == 1.5 and score(f1_extra, wrong) == 0.0
+    off = RewardConfig(episode_weight=0.0, extra=("rag_r1.f1",))
+    assert score(off, good) == 1.0
+    with pytest.raises(ValueError, match="correct answer would score 2.0"):
+        RewardConfig(extra=("rag_r1.em_format",)).check()
+    with pytest.raises(ValueError, match="count the answer twice"):
+        RewardConfig(extra=("rag_r1.em",)).check()
+    with pytest.raises(ValueError, match="1 weights for 0"):
+        RewardConfig(extra_weights=(1.0,)).check()
+
+
+def test_train_job_carries_the_reward_config(tmp_path, aworld_home):
+    from aworld_rl_core.config import load_config
+    from aworld_rl_core.registry import get_recipe
+    from aworld_rl_core.runs import Run
+    from aworld_rl_rag_r1.recipes.train import build_job
+
+    def make_run(name):
+        return Run(tmp_path / name, quiet=True)
+
+    entry = get_recipe("rag_r1.train")
+    base = ["world.encoder.name_or_path=hash", "data.limit=2"]
+    default = load_config(
+        entry.config_cls(), preset="tiny-cpu", presets=entry.presets, overrides=base
+    )
+    job = build_job(default, make_run("a"))
+    assert job.rewards == [] and job.reward_weights is None
+    assert job.env.kwargs["reward"] == "em" and job.env.kwargs["reward_weight"] == 1.0
+    chosen = load_config(
+        entry.config_cls(),
+        preset="tiny-cpu",
+        presets=entry.presets,
+        overrides=[
+            *base,
+            "reward.episode=em_format",
+            "reward.extra=[rag_r1.f1]",
+            "reward.extra_weights=[0.5]",
+        ],
+    )
+    job = build_job(chosen, make_run("b"))
+    assert job.env.kwargs["reward"] == "em_format"
+    assert [r.target for r in job.rewards] == ["rag_r1.f1"] and job.reward_weights == (0.5,)
+
+
+def test_valid_action_rate_counts_garbage_in_the_answer_turn(counted, world):
+    from aworld_rl_rag_r1.metrics import rollout_metrics
+
+    cfg, _ = counted
+    one = SearchEnvConfig(retriever=cfg.retriever, max_search_turns=1)
+    garbage, _ = _play(one, world[1][0], ["<search>a</search>", "no tags at all"])
+    late, _ = _play(one, world[1][0], ["<search>a</search>", "<search>b</search>"])
+    assert garbage.info()["invalid_actions"] == 1 and late.info()["invalid_actions"] == 0
+    assert rollout_metrics([garbage.info()])["valid_action_rate"] == 0.5
+    assert rollout_metrics([late.info()])["valid_action_rate"] == 1.0
+
+
+def test_step_s_leaves_out_the_one_time_load(hash_index, world):
+    """The first step loads the index (load_s); step_s is the turn's own cost."""
+    clear("rag_r1.search")
+    try:
+        cfg = SearchEnvConfig(retriever=RetrieverConfig(backend="local", index=str(hash_index)))
+        env = SearchEnv(_row(world[1][0]), cfg)
+        env.reset()
+        env.step("<search>a</search>")
+        info = env.info()
+        assert info["load_s"] > 0.0 and info["step_s"] > 0.0  # reported apart
+    finally:
+        clear("rag_r1.search")

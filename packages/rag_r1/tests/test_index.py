@@ -224,3 +224,23 @@ def test_memory_estimate_for_the_paper_corpus():
 def test_unknown_encoder_says_what_to_do():
     with pytest.raises(EncoderError, match="neither a local directory nor a hub model"):
         load_encoder(EncoderConfig(name_or_path="no-such-org/no-such-model"))
+
+
+def test_passages_carry_the_corpus_id_and_title(tmp_path):
+    from aworld_rl_rag_r1.corpus import PassageStore, passages, title_of, write_store
+
+    docs = [
+        {"id": "Q90", "title": "Paris", "text": " ".join(["word"] * 150)},  # two passages
+        {"id": "12", "contents": '"Lyon"\nLyon is a city'},  # Search-R1's wiki-18 line
+        {"id": "13", "contents": "no title here"},
+    ]
+    store = write_store(passages(docs), tmp_path / "store")
+    got = [(store[i].id, store[i].doc_id, store[i].title) for i in range(len(store))]
+    assert got == [
+        ("0", "Q90", "Paris"),
+        ("1", "Q90", "Paris"),
+        ("2", "12", "Lyon"),
+        ("3", "13", ""),
+    ]
+    assert title_of("Paris   the capital") == "Paris"
+    assert PassageStore(tmp_path / "store")[2].contents == '"Lyon"\nLyon is a city'

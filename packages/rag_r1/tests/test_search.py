@@ -71,3 +71,67 @@ def test_gold_is_part_of_the_key(retriever, world):
     assert stats.retrieved == 2
     with pytest.raises(ValueError, match="gold lists"):
         search.run([[q]], gold=[])
+
+
+class Limited(Counting):
+    """A retriever that takes at most `cap` queries per call (as the HTTP client announces)."""
+
+    def __init__(self, inner, cap):
+        super().__init__(inner)
+        self.cap = cap
+
+    def max_request_queries(self, topk):
+        return self.cap
+
+    def search(self, queries, topk, gold=None):
+        assert len(queries) <= self.cap
+        return super().search(queries, topk, gold)
+
+
+def test_a_turn_is_split_under_the_retrievers_limit_and_reassembled(hash_index, world):
+    inner = load_retriever(hash_index)
+    limited = Limited(inner, 5)
+    groups = _groups(world, n_questions=16, samples=2)
+    results, stats = BatchedSearch(limited, topk=3).run(groups)
+    unique = len({q for g in groups for q in g})
+    assert stats.calls == limited.calls == -(-unique // 5)
+    assert [len(a) for a in limited.asked] == [5] * (unique // 5) + (
+        [unique % 5] if unique % 5 else []
+    )
+    assert results == [inner.search(g, 3) for g in groups]
+
+
+def test_batched_search_over_http_splits_by_the_servers_limits(hash_index, world):
+    from aworld_rl_rag_r1.client import HttpRetriever
+    from aworld_rl_rag_r1.server import ServerConfig, serve
+
+    inner = load_retriever(hash_index)
+    server = serve(inner, ServerConfig(port=0, max_queries=100, max_results=12))
+    try:
+        remote = HttpRetriever(f"http://127.0.0.1:{server.bound_port}", retries=0)
+        assert remote.max_request_queries(3) == 4  # 12 passages / topk 3
+        groups = [[q["question"]] for q in world[1][:10]]
+        results, stats = BatchedSearch(remote, topk=3).run(groups)
+        assert stats.calls == remote.calls == 3  # 4 + 4 + 2 queries
+        assert results == [inner.search(g, 3) for g in groups]
+        remote.close()
+    finally:
+        server.should_exit = True
+        server.thread.join(10)
+
+
+def test_http_client_halves_a_request_whose_response_is_too_big(hash_index, world):
+    from aworld_rl_rag_r1.client import HttpRetriever
+    from aworld_rl_rag_r1.server import ServerConfig, serve
+
+    inner = load_retriever(hash_index)
+    queries = [q["question"] for q in world[1][:8]]
+    server = serve(inner, ServerConfig(port=0, max_response_bytes=3000))
+    try:
+        remote = HttpRetriever(f"http://127.0.0.1:{server.bound_port}", retries=0)
+        assert remote.search(queries, 3) == inner.search(queries, 3)
+        assert remote.calls > 1
+        remote.close()
+    finally:
+        server.should_exit = True
+        server.thread.join(10)

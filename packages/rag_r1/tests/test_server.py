@@ -19,6 +19,9 @@ from aworld_rl_rag_r1.server import (
 )
 
 CFG = ServerConfig(max_queries=8, max_topk=10, max_body_bytes=2000, max_query_chars=100)
+STRICT = ServerConfig(
+    max_queries=8, max_topk=10, max_body_bytes=2000, max_query_chars=100, strict=True
+)
 
 
 @pytest.fixture(scope="module")
@@ -29,6 +32,12 @@ def retriever(hash_index):
 @pytest.fixture(scope="module")
 def client(retriever):
     with TestClient(create_app(retriever, CFG)) as c:
+        yield c
+
+
+@pytest.fixture(scope="module")
+def strict_client(retriever):
+    with TestClient(create_app(retriever, STRICT)) as c:
         yield c
 
 
@@ -46,13 +55,57 @@ def test_search_r1_contract(client, retriever):
     direct = retriever.search(body["queries"], 2)
     assert data["result"] == [
         [
-            {"document": {"id": h.id, "contents": h.contents}, "score": pytest.approx(h.score)}
+            {
+                "document": {
+                    "id": h.doc_id,
+                    "title": h.title,
+                    "contents": h.contents,
+                    "passage": h.id,
+                },
+                "score": pytest.approx(h.score),
+            }
             for h in row
         ]
         for row in direct
     ]
     plain = client.post("/retrieve", json={"queries": ["Works"]}).json()["result"]
-    assert len(plain[0]) == 3 and set(plain[0][0]) == {"id", "contents"}  # default topk 3
+    assert len(plain[0]) == 3  # default topk 3
+    assert set(plain[0][0]) == {"id", "title", "contents", "passage"}
+
+
+def test_documents_carry_the_corpus_id_and_title(client, world):
+    """Each hit names its source document (the corpus id, not the store row) and its title."""
+    docs = {d["id"]: d for d in world[0]}
+    rows = client.post("/retrieve", json={"queries": ["Works", "a painter"], "topk": 4})
+    for row in rows.json()["result"]:
+        for item in row:
+            source = docs[item["id"]]
+            assert item["title"] == source["title"]
+            assert item["contents"].startswith(source["title"] + "   ")
+            assert item["passage"].isdigit()
+
+
+@pytest.mark.parametrize(
+    ("payload", "result"),
+    [
+        ({"queries": []}, []),  # a turn where nobody searched
+        ({"queries": ["", "  "], "topk": 3}, [[], []]),  # <search> </search>
+        ({"queries": ["Works"], "topk": 0}, [[]]),
+        ({"queries": ["Works", ""], "topk": 0, "extra": 1, "return_scores": True}, [[], []]),
+    ],
+)
+def test_lenient_default_answers_what_search_r1_sends(client, payload, result):
+    response = client.post("/retrieve", json=payload)
+    assert response.status_code == 200
+    assert response.json()["result"] == result
+
+
+def test_lenient_mixes_empty_and_real_queries_in_order(client, retriever):
+    got = client.post("/retrieve", json={"queries": ["", "Works", " "], "topk": 2, "x": None})
+    assert got.status_code == 200
+    rows = got.json()["result"]
+    assert rows[0] == [] and rows[2] == []
+    assert [d["passage"] for d in rows[1]] == [h.id for h in retriever.search(["Works"], 2)[0]]
 
 
 @pytest.mark.parametrize(
@@ -61,6 +114,7 @@ def test_search_r1_contract(client, retriever):
         ({"queries": []}, 422, "'queries' is empty"),
         ({"queries": ["q"] * 9}, 413, "the limit is 8"),
         ({"queries": ["q"], "topk": 0}, 422, "between 1 and 10"),
+        ({"queries": ["q"], "topk": -1}, 422, "between 1 and 10"),
         ({"queries": ["q"], "topk": 11}, 422, "between 1 and 10"),
         ({"queries": ["q"], "topk": "3"}, 422, "'topk' must be an integer"),
         ({"queries": ["q"], "topk": True}, 422, "'topk' must be an integer"),
@@ -74,11 +128,47 @@ def test_search_r1_contract(client, retriever):
         (["q"], 422, "must be a JSON object"),
     ],
 )
-def test_bad_requests_get_4xx_with_a_json_error(client, payload, status, message):
-    response = client.post("/retrieve", json=payload)
+def test_strict_bad_requests_get_4xx_with_a_json_error(strict_client, payload, status, message):
+    response = strict_client.post("/retrieve", json=payload)
     assert response.status_code == status
     assert message in response.json()["error"]
     assert response.headers[MANIFEST_HEADER]
+
+
+@pytest.mark.parametrize(
+    ("payload", "status", "message"),
+    [
+        ({"queries": ["q"] * 9}, 413, "the limit is 8"),
+        ({"queries": ["q"], "topk": -1}, 422, "between 0 and 10"),
+        ({"queries": ["q"], "topk": 11}, 422, "between 0 and 10"),
+        ({"queries": ["q"], "topk": "3"}, 422, "'topk' must be an integer"),
+        ({"queries": "q"}, 422, "'queries' must be a list of strings"),
+        ({"topk": 3}, 422, "'queries' must be a list of strings"),
+        ({"queries": ["q"], "return_scores": "yes"}, 422, "'return_scores' must be true or false"),
+        ({"queries": ["x" * 101]}, 422, "the limit is 100"),
+        (["q"], 422, "must be a JSON object"),
+    ],
+)
+def test_lenient_still_rejects_malformed_bodies(client, payload, status, message):
+    response = client.post("/retrieve", json=payload)
+    assert response.status_code == status
+    assert message in response.json()["error"]
+
+
+def test_response_caps_are_413s_naming_the_limit(retriever):
+    results = ServerConfig(max_results=10)
+    with TestClient(create_app(retriever, results)) as c:
+        over = c.post("/retrieve", json={"queries": ["a", "b", "c", "d"], "topk": 3})
+        assert over.status_code == 413
+        assert "server.max_results) is 10" in over.json()["error"]
+        assert c.post("/retrieve", json={"queries": ["a", "b", "c"], "topk": 3}).status_code == 200
+    size = ServerConfig(max_response_bytes=1500)
+    with TestClient(create_app(retriever, size)) as c:
+        small = c.post("/retrieve", json={"queries": ["a"], "topk": 1})
+        assert small.status_code == 200 and len(small.content) <= 1500
+        big = c.post("/retrieve", json={"queries": ["a", "b", "c", "d"], "topk": 5})
+        assert big.status_code == 413
+        assert "server.max_response_bytes) is 1500" in big.json()["error"]
 
 
 def test_non_json_oversized_and_wrong_routes(client):
@@ -101,7 +191,9 @@ def test_non_json_oversized_and_wrong_routes(client):
 
 
 def test_health_and_metrics(client, retriever):
-    assert client.get("/health").json() == {"status": "ok", "manifest": retriever.manifest_hash}
+    health = client.get("/health").json()
+    assert health["status"] == "ok" and health["manifest"] == retriever.manifest_hash
+    assert health["limits"]["max_queries"] == 8 and health["limits"]["max_topk"] == 10
     client.post("/retrieve", json={"queries": ["a", "b"]})
     metrics = client.get("/metrics").json()
     assert metrics["requests"] >= 1 and metrics["queries"] >= 2 and metrics["errors"] >= 1
@@ -152,7 +244,8 @@ def test_64_concurrent_clients_no_errors_and_micro_batched(minilm_index, world):
                 if response.status_code != 200:
                     errors.append(response.text)
                     continue
-                got = [[d["document"]["id"] for d in row] for row in response.json()["result"]]
+                rows = response.json()["result"]
+                got = [[d["document"]["passage"] for d in row] for row in rows]
                 answers.append(got == [expected[q] for q in asked])
 
     try:
@@ -198,7 +291,26 @@ def test_oracle_through_the_server(hash_index, world, retriever):
         got = c.post(
             "/retrieve", json={"queries": [q["question"]], "gold": [q["gold_docs"]], "topk": 3}
         )
-        ids = [d["id"] for d in got.json()["result"][0]]
+        ids = [d["passage"] for d in got.json()["result"][0]]
         assert ids[:2] == [str(store.rows_of(d)[0]) for d in q["gold_docs"]]
         missing = c.post("/retrieve", json={"queries": ["q"]})
         assert missing.status_code == 422 and "needs the gold" in missing.json()["error"]
+
+
+def test_server_threads_set_faiss_and_torch():
+    import faiss
+    import torch
+
+    from aworld_rl_rag_r1.server import set_threads
+
+    before = (faiss.omp_get_max_threads(), torch.get_num_threads())
+    try:
+        set_threads(1)
+        assert (faiss.omp_get_max_threads(), torch.get_num_threads()) == (1, 1)
+        set_threads(0)  # 0 leaves them alone
+        assert (faiss.omp_get_max_threads(), torch.get_num_threads()) == (1, 1)
+        with pytest.raises(ValueError, match="server.threads must be >= 0"):
+            set_threads(-1)
+    finally:
+        faiss.omp_set_num_threads(before[0])
+        torch.set_num_threads(before[1])

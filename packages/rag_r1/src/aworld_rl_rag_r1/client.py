@@ -1,4 +1,9 @@
-"""``HttpRetriever``: the retrieval server as a ``Retriever`` (one POST per ``search`` call)."""
+"""``HttpRetriever``: the retrieval server as a ``Retriever``.
+
+``search`` sends one POST when the request fits the limits the server announces at ``/health``
+(``max_request_queries(topk)`` says how many queries fit); a 413 for the response size (a
+server whose passages are longer than expected) splits the request in halves and retries.
+"""
 
 from __future__ import annotations
 
@@ -10,6 +15,10 @@ from aworld_rl_rag_r1.retrievers import Hit
 
 class RetrievalServerError(RuntimeError):
     """The server is unreachable, refused the request, or changed its index mid-run."""
+
+    def __init__(self, message: str, *, status: int = 0) -> None:
+        super().__init__(message)
+        self.status = status
 
 
 class HttpRetriever:
@@ -26,7 +35,18 @@ class HttpRetriever:
         self._client = httpx.Client(timeout=timeout_s)
         self._retryable = (httpx.TransportError,)
         self.calls = 0
-        self.manifest_hash = str(self._get("/health")["manifest"])
+        health = self._get("/health")
+        self.manifest_hash = str(health["manifest"])
+        self.limits: dict[str, int] = dict(health.get("limits") or {})
+
+    def max_request_queries(self, topk: int) -> int:
+        """Most queries one request may carry at ``topk`` under the server's limits (0: any)."""
+        caps = []
+        if self.limits.get("max_queries"):
+            caps.append(int(self.limits["max_queries"]))
+        if self.limits.get("max_results") and topk > 0:
+            caps.append(max(1, int(self.limits["max_results"]) // topk))
+        return min(caps) if caps else 0
 
     def _attempt(self, send) -> Any:
         from tenacity import Retrying, retry_if_exception, stop_after_attempt, wait_exponential
@@ -54,7 +74,8 @@ class HttpRetriever:
                 body = {"error": response.text[:300]}
             raise RetrievalServerError(
                 f"the retrieval server answered {response.status_code}: {body.get('error')} "
-                f"({body.get('detail')})"
+                f"({body.get('detail')})",
+                status=response.status_code,
             )
         return response.json()
 
@@ -69,7 +90,32 @@ class HttpRetriever:
     ) -> list[list[Hit]]:
         if not queries:
             return []
-        payload: dict[str, Any] = {"queries": list(queries), "topk": topk, "return_scores": True}
+        cap = self.max_request_queries(topk) or len(queries)
+        out: list[list[Hit]] = []
+        for start in range(0, len(queries), cap):
+            part = gold[start : start + cap] if gold is not None else None
+            out += self._search_split(list(queries[start : start + cap]), topk, part)
+        return out
+
+    def _search_split(
+        self, queries: list[str], topk: int, gold: Sequence[Sequence[str]] | None
+    ) -> list[list[Hit]]:
+        """One request; halved and retried while the server answers 413 (response too big)."""
+        try:
+            return self._post(queries, topk, gold)
+        except RetrievalServerError as exc:
+            if exc.status != 413 or len(queries) < 2:
+                raise
+        half = len(queries) // 2
+        return [
+            *self._search_split(queries[:half], topk, gold[:half] if gold is not None else None),
+            *self._search_split(queries[half:], topk, gold[half:] if gold is not None else None),
+        ]
+
+    def _post(
+        self, queries: list[str], topk: int, gold: Sequence[Sequence[str]] | None
+    ) -> list[list[Hit]]:
+        payload: dict[str, Any] = {"queries": queries, "topk": topk, "return_scores": True}
         if gold is not None:
             payload["gold"] = [list(g) for g in gold]
         self.calls += 1
@@ -79,19 +125,24 @@ class HttpRetriever:
                 f"the server's index changed during the run (manifest {self.manifest_hash} -> "
                 f"{data.get('manifest')}); results would mix two indexes"
             )
-        return [
-            [
-                Hit(str(h["document"]["id"]), h["document"]["contents"], float(h["score"]))
-                for h in row
-            ]
-            for row in data["result"]
-        ]
+        return [[_hit(h) for h in row] for row in data["result"]]
 
     def metrics(self) -> dict[str, Any]:
         return self._get("/metrics")
 
     def close(self) -> None:
         self._client.close()
+
+
+def _hit(item: dict[str, Any]) -> Hit:
+    doc = item["document"]
+    return Hit(
+        str(doc.get("passage", doc["id"])),
+        doc["contents"],
+        float(item["score"]),
+        str(doc["id"]),
+        str(doc.get("title", "")),
+    )
 
 
 class _ServerBusy(Exception):

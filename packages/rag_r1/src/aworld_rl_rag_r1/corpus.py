@@ -34,11 +34,23 @@ OFFSETS_FILE = "offsets.npy"
 
 @dataclass(frozen=True)
 class Passage:
-    """One retrievable unit: ``id`` (row number as text), ``contents`` and the source document."""
+    """One retrievable unit: ``id`` (row number as text), ``contents``, the source document's
+    corpus id (``doc_id``) and its ``title``."""
 
     id: str
     contents: str
     doc_id: str = ""
+    title: str = ""
+
+
+def title_of(contents: str) -> str:
+    """The title a passage's ``contents`` starts with: before the three spaces of RAG-R1's
+    split, or the first line of Search-R1's ``"Title"\ntext`` passages ('' when neither)."""
+    if TITLE_SEPARATOR in contents:
+        return contents.split(TITLE_SEPARATOR, 1)[0]
+    if "\n" in contents:
+        return contents.split("\n", 1)[0].strip().strip('"')
+    return ""
 
 
 class CorpusError(ValueError):
@@ -90,6 +102,7 @@ def passages(
         if "contents" in record:
             pieces = [str(record["contents"])]
             doc_id = str(record.get("id", number - 1))
+            title = record.get("title") or title_of(pieces[0])
         else:
             doc_id = record.get("id", record.get("wikipedia_id", record.get("_id")))
             title = record.get("title", record.get("wikipedia_title"))
@@ -100,7 +113,7 @@ def passages(
                 )
             pieces = chunk(str(title), _text(record), words)
         for contents in pieces:
-            yield Passage(str(row), contents, str(doc_id))
+            yield Passage(str(row), contents, str(doc_id), str(title))
             row += 1
 
 
@@ -136,7 +149,14 @@ class PassageStore:
             raise IndexError(f"passage {row} out of range (store has {len(self)})")
         start, end = int(self.offsets[row]), int(self.offsets[row + 1])
         record = json.loads(self._map[start:end])
-        return Passage(record["id"], record["contents"], record.get("doc_id", ""))
+        contents = record["contents"]
+        title = record.get("title")
+        return Passage(
+            record["id"],
+            contents,
+            record.get("doc_id", ""),
+            title_of(contents) if title is None else title,
+        )
 
     def rows_of(self, doc_id: str) -> list[int]:
         """Rows of one source document's passages (an index built on first use)."""
@@ -167,7 +187,12 @@ def write_store(items: Iterable[Passage], directory: str | Path) -> PassageStore
     with tmp.open("wb") as handle:
         for item in items:
             line = json.dumps(
-                {"id": item.id, "contents": item.contents, "doc_id": item.doc_id},
+                {
+                    "id": item.id,
+                    "contents": item.contents,
+                    "doc_id": item.doc_id,
+                    "title": item.title,
+                },
                 ensure_ascii=False,
             ).encode("utf-8")
             handle.write(line + b"\n")

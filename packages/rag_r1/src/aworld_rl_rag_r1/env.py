@@ -15,8 +15,8 @@ from __future__ import annotations
 
 import time
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
-from typing import Any
+from dataclasses import dataclass, field, replace
+from typing import Any, Literal
 
 from aworld_rl_core.config import from_dict, option, to_dict
 from aworld_rl_core.environment import Message, Step
@@ -30,10 +30,13 @@ from aworld_rl_rag_r1.actions import (
     parse_action,
     parse_queries,
 )
+from aworld_rl_rag_r1.metrics import answer_in, gold_share
 from aworld_rl_rag_r1.prompts import Mode, load_template, render
 from aworld_rl_rag_r1.retrieval import RetrieverConfig
-from aworld_rl_rag_r1.reward import Normalizer, exact_match, f1
+from aworld_rl_rag_r1.reward import Normalizer, exact_match, f1, format_score
 from aworld_rl_rag_r1.search import BatchedSearch, QueryCache
+
+EpisodeReward = Literal["em", "em_format", "f1"]
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -57,17 +60,33 @@ class SearchEnvConfig:
     max_obs_tokens: int = option(
         1000, help="token budget per query's passages (mq) or per observation (sq)"
     )
+    max_passage_tokens: int = option(
+        0, help="each retrieved passage cut to this many tokens (0: whole, the paper)"
+    )
+    obs_budget_tokens: int = option(
+        0,
+        help="observation tokens one episode may receive in all; each search gets its fair "
+        "share of what is left (left / searches left), so every allowed search fits (0: no "
+        "budget, the paper's code; rag_r1.train's default -1 derives it from the trainer's "
+        "response budget)",
+    )
     obs_tokenizer: str | None = option(
         None, help="tokenizer counting the budget (the policy's); unset: white-space words"
     )
     normalizer: Normalizer = option("squad", help="answer normalisation of the reward")
+    reward: EpisodeReward = option(
+        "em",
+        help="the episode's reward: em (the paper: 1.0 for a correct answer, else 0), "
+        "em_format (Search-R1 v0.3's EM with format score, in place of EM) or f1",
+    )
+    reward_weight: float = option(1.0, help="the episode reward is multiplied by this")
     prompt_file: str | None = option(
         None, help="a template file with {question} (and optionally {search}); unset: ours"
     )
     retriever: RetrieverConfig = option(factory=RetrieverConfig, help="the retriever")
 
 
-def _search(cfg: RetrieverConfig) -> BatchedSearch:
+def searcher(cfg: RetrieverConfig) -> BatchedSearch:
     """One batched searcher (retriever + cache) per process and retriever spec."""
 
     def build() -> BatchedSearch:
@@ -105,6 +124,10 @@ class Counters:
     invalid: int = 0
     retrieval_s: float = 0.0
     step_s: float = 0.0
+    load_s: float = 0.0
+    obs_tokens: int = 0
+    retrieved_docs: set[str] = field(default_factory=set)
+    answer_retrieved: bool = False
     queries_per_search: list[int] = field(default_factory=list)
 
 
@@ -122,6 +145,7 @@ class SearchEnv:
         self.gold_docs = [str(d) for d in row.get("gold_docs", []) or []]
         self.question, self.cfg = question, cfg
         self.counters = Counters()
+        self.transcript = ""  # the model's turns with the observations spliced in
         self._prompt = render(
             question,
             cfg.mode,
@@ -142,19 +166,28 @@ class SearchEnv:
 
     @classmethod
     def step_many(cls, envs: Sequence[SearchEnv], texts: Sequence[str]) -> list[Step]:
-        """Step every episode; all searches of the turn go out as one retrieval per retriever."""
+        """Step every episode; all searches of the turn go out as one retrieval per retriever.
+
+        The retriever and the tokenizer are loaded (once per process) before the clock starts:
+        ``step_s`` is the per-turn cost, ``load_s`` the one-time load this episode waited for.
+        """
+        loading = time.perf_counter()
+        for env in envs:
+            searcher(env.cfg.retriever)
+            _truncator(env.cfg.obs_tokenizer)
         began = time.perf_counter()
+        load = (began - loading) / max(1, len(envs))
         steps: list[Step | None] = [None] * len(envs)
         searching: dict[int, list[tuple[int, list[str]]]] = {}
         searchers: dict[int, BatchedSearch] = {}
         for i, (env, text) in enumerate(zip(envs, texts, strict=True)):
             outcome = env._decide(text)
             if isinstance(outcome, Step):
-                steps[i] = outcome
+                steps[i] = env._finish(outcome)
                 continue
-            searcher = _search(env.cfg.retriever)
-            searchers[id(searcher)] = searcher
-            searching.setdefault(id(searcher), []).append((i, outcome))
+            search = searcher(env.cfg.retriever)
+            searchers[id(search)] = search
+            searching.setdefault(id(search), []).append((i, outcome))
         for key, items in searching.items():
             gold = None
             if envs[items[0][0]].cfg.retriever.backend == "oracle":
@@ -163,26 +196,43 @@ class SearchEnv:
             share = stats.seconds / len(items)
             for (i, queries), hits in zip(items, results, strict=True):
                 envs[i].counters.retrieval_s += share
-                steps[i] = envs[i]._observe(queries, hits)
+                steps[i] = envs[i]._finish(envs[i]._observe(queries, hits))
         elapsed = (time.perf_counter() - began) / max(1, len(envs))
         for env, step in zip(envs, steps, strict=True):
             env.counters.step_s += elapsed
+            env.counters.load_s += load
             assert step is not None
             step.info.update(env.info())
         return steps  # type: ignore[return-value]
 
     # -------------------------------------------------------------------------- one turn
 
+    def _finish(self, step: Step) -> Step:
+        """Record the step's observation in the transcript; score a finished episode."""
+        self.transcript += step.inline or ""
+        if step.done:
+            return replace(step, reward=self.cfg.reward_weight * self.episode_reward(step.info))
+        return step
+
+    def episode_reward(self, info: Mapping[str, Any]) -> float:
+        """The finished episode's reward as ``cfg.reward`` names it (before the weight)."""
+        if self.cfg.reward == "em_format":
+            return format_score(self.transcript, self.golds)
+        return float(info.get("f1" if self.cfg.reward == "f1" else "em", 0.0))
+
     def _decide(self, text: str) -> Step | list[str]:
         """An answer / invalid / final-turn Step, or the queries to retrieve for."""
         c, cfg = self.counters, self.cfg
         c.turns += 1
-        action = parse_action(cut_turn(text))
+        turn = cut_turn(text)
+        self.transcript += turn
+        action = parse_action(turn)
         if action.kind == "answer":
             em = exact_match(action.content, self.golds, normalizer=cfg.normalizer)
             info = {"answer": action.content, "em": em, "f1": f1(action.content, self.golds)}
-            return Step(reward=em, done=True, info=info)
+            return Step(done=True, info=info)
         if c.turns > cfg.max_search_turns:  # the answer turn: no more searching
+            c.invalid += action.kind != "search"  # a search here is a valid action, too late
             return Step(
                 done=True, info={"answer": None, "em": 0.0, "f1": 0.0, "ended": "no answer"}
             )
@@ -215,11 +265,52 @@ class SearchEnv:
         c.queries_per_search.append(len(queries))
         truncator = _truncator(cfg.obs_tokenizer)
         contents = [[h.contents for h in row] for row in hits]
-        if cfg.mode == "sq":
-            block = observations.single_query(contents[0], truncator, cfg.max_obs_tokens)
-        else:
-            block = observations.multi_query(queries, contents, truncator, cfg.max_obs_tokens)
+        c.retrieved_docs.update(h.doc_id for row in hits for h in row if h.doc_id)
+        if not c.answer_retrieved:
+            c.answer_retrieved = answer_in([t for row in contents for t in row], self.golds)
+        block = self._render(queries, contents, truncator, self._share())
+        c.obs_tokens += truncator.count(block)
         return Step(inline=block, info={"queries": list(queries)})
+
+    def _share(self) -> int | None:
+        """Tokens this search's observation may take under ``obs_budget_tokens`` (None: no
+        budget): what is left over the searches left, this one included."""
+        cfg, c = self.cfg, self.counters
+        if cfg.obs_budget_tokens <= 0:
+            return None
+        searches_left = max(1, cfg.max_search_turns - c.searches + 1)  # c.searches counts this
+        return max(0, cfg.obs_budget_tokens - c.obs_tokens) // searches_left
+
+    def _render(
+        self,
+        queries: list[str],
+        contents: list[list[str]],
+        truncator: observations.Truncator,
+        share: int | None,
+    ) -> str:
+        """The observation, its per-query (mq) or whole (sq) cut lowered until it fits
+        ``share`` tokens."""
+        cfg = self.cfg
+        per = cfg.max_obs_tokens
+        if share is not None:
+            per = min(per, share if cfg.mode == "sq" else share // max(1, len(queries)))
+
+        def build(limit: int) -> str:
+            if cfg.mode == "sq":
+                return observations.single_query(
+                    contents[0], truncator, limit, cfg.max_passage_tokens
+                )
+            return observations.multi_query(
+                queries, contents, truncator, limit, cfg.max_passage_tokens
+            )
+
+        block = build(per)
+        while share is not None and per > 0 and (size := truncator.count(block)) > share:
+            excess = size - share
+            step = excess if cfg.mode == "sq" else -(-excess // max(1, len(queries)))
+            per = max(0, per - step)
+            block = build(per)
+        return block
 
     def info(self) -> dict[str, Any]:
         c = self.counters
@@ -231,6 +322,10 @@ class SearchEnv:
             "invalid_actions": c.invalid,
             "retrieval_s": c.retrieval_s,
             "step_s": c.step_s,
+            "load_s": c.load_s,
+            "obs_tokens": c.obs_tokens,
+            "answer_in_retrieved": float(c.answer_retrieved),
+            "gold_docs_retrieved": gold_share(sorted(c.retrieved_docs), self.gold_docs),
         }
 
 

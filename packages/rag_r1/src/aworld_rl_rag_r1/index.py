@@ -125,8 +125,9 @@ def read_manifest(directory: str | Path) -> dict[str, Any]:
     if not path.is_file():
         raise FileNotFoundError(
             f"'{directory}' holds no index ({MANIFEST} missing): build one with "
-            "`aworld-run rag_r1.build-index corpus.path=... output_dir=...` (a killed build "
-            "resumes when run again with the same output directory)"
+            "`aworld-run rag_r1.build-index corpus.path=... index_dir=...` and point "
+            "retriever.index at that index_dir (a killed build resumes when run again with the "
+            "same index_dir)"
         )
     return json.loads(path.read_text(encoding="utf-8"))
 

@@ -66,14 +66,26 @@ class TokenTruncator:
         return self.tokenizer.decode(ids[: max(0, max_tokens)], skip_special_tokens=False)
 
 
+def cut_passages(
+    contents: Sequence[str], truncator: Truncator, max_passage_tokens: int
+) -> list[str]:
+    """Each passage cut to ``max_passage_tokens`` tokens (0: as they are)."""
+    if max_passage_tokens <= 0:
+        return list(contents)
+    return [truncator.truncate(text, max_passage_tokens) for text in contents]
+
+
 def doc_lines(contents: Sequence[str]) -> str:
     """``Doc 1: ...\\nDoc 2: ...`` for one query's passages."""
     return "\n".join(f"Doc {i + 1}: {text}" for i, text in enumerate(contents))
 
 
-def single_query(contents: Sequence[str], truncator: Truncator, max_tokens: int) -> str:
-    """The single-query block: one line per passage, cut to ``max_tokens`` tokens in all
-    (tags included), always closed."""
+def single_query(
+    contents: Sequence[str], truncator: Truncator, max_tokens: int, max_passage_tokens: int = 0
+) -> str:
+    """The single-query block: one line per passage (each cut to ``max_passage_tokens``), cut
+    to ``max_tokens`` tokens in all (tags included), always closed."""
+    contents = cut_passages(contents, truncator, max_passage_tokens)
     body = "".join(f"Doc {i + 1}: {text}\n" for i, text in enumerate(contents))
     budget = max_tokens - truncator.count(OPEN) - truncator.count(CLOSE)
     return OPEN + truncator.truncate(body, max(0, budget)) + CLOSE
@@ -84,10 +96,14 @@ def multi_query(
     contents: Sequence[Sequence[str]],
     truncator: Truncator,
     max_tokens: int,
+    max_passage_tokens: int = 0,
 ) -> str:
-    """The multi-query block: JSON of the queries and one passage block per query, each block
-    cut to ``max_tokens`` tokens."""
+    """The multi-query block: JSON of the queries and one passage block per query, each
+    passage cut to ``max_passage_tokens`` (0: whole) and each block to ``max_tokens`` tokens."""
     if len(queries) != len(contents):
         raise ValueError(f"{len(queries)} queries but {len(contents)} result lists")
-    blocks = [truncator.truncate(doc_lines(c), max_tokens) for c in contents]
+    blocks = [
+        truncator.truncate(doc_lines(cut_passages(c, truncator, max_passage_tokens)), max_tokens)
+        for c in contents
+    ]
     return OPEN + json.dumps({"query": list(queries), "documents": blocks}, indent=2) + CLOSE

@@ -13,6 +13,18 @@ from typing import Literal
 from aworld_rl_core.config import option
 from aworld_rl_rag_r1.retrievers import Retriever
 
+HOME_VAR = "$AWORLD_RL_HOME"
+
+
+def expand_home(path: str) -> str:
+    """``$AWORLD_RL_HOME/...`` -> under aworld-rl's home (``~/.cache/aworld-rl`` by default):
+    presets name shared places without absolute paths."""
+    if not path.startswith(HOME_VAR):
+        return path
+    from aworld_rl_core.runs import aworld_home
+
+    return str(aworld_home()) + path[len(HOME_VAR) :]
+
 
 @dataclass(frozen=True, kw_only=True)
 class RetrieverConfig:
@@ -54,6 +66,8 @@ def make_retriever(cfg: RetrieverConfig) -> Retriever:
     from pathlib import Path
 
     from aworld_rl_rag_r1.corpus import PassageStore
+
+    cfg = replace(cfg, index=expand_home(cfg.index))
     from aworld_rl_rag_r1.index import PASSAGES_DIR, IndexConfig, read_manifest
     from aworld_rl_rag_r1.retrievers import (
         OracleRetriever,

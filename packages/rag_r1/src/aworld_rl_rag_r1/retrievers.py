@@ -17,7 +17,7 @@ from typing import Any, Protocol, runtime_checkable
 
 import numpy as np
 
-from aworld_rl_rag_r1.corpus import PassageStore
+from aworld_rl_rag_r1.corpus import Passage, PassageStore
 from aworld_rl_rag_r1.encoders import Encoder, EncoderConfig, check_identity, load_encoder
 from aworld_rl_rag_r1.index import (
     BM25_DIR,
@@ -31,11 +31,18 @@ from aworld_rl_rag_r1.index import (
 
 @dataclass(frozen=True)
 class Hit:
-    """One retrieved passage."""
+    """One retrieved passage: ``id`` its row in the passage store, ``doc_id`` and ``title`` its
+    source document's corpus id and title."""
 
     id: str
     contents: str
     score: float
+    doc_id: str = ""
+    title: str = ""
+
+
+def hit(passage: Passage, score: float) -> Hit:
+    return Hit(passage.id, passage.contents, score, passage.doc_id, passage.title)
 
 
 @runtime_checkable
@@ -58,8 +65,7 @@ def _hits(store: PassageStore, rows: np.ndarray, scores: np.ndarray) -> list[lis
         for row, score in zip(row_ids, row_scores, strict=True):
             if row < 0:  # FAISS pads with -1 when fewer than k vectors qualify
                 continue
-            passage = store[int(row)]
-            hits.append(Hit(passage.id, passage.contents, float(score)))
+            hits.append(hit(store[int(row)], float(score)))
         out.append(hits)
     return out
 
@@ -137,7 +143,7 @@ class RandomRetriever:
         for query in queries:
             rng = random.Random(f"{self.seed}\0{query}")
             rows = rng.sample(range(len(self.store)), min(topk, len(self.store)))
-            out.append([Hit(self.store[r].id, self.store[r].contents, 0.0) for r in rows])
+            out.append([hit(self.store[r], 0.0) for r in rows])
         return out
 
 
@@ -154,11 +160,7 @@ class OracleRetriever:
         found = self.base.search(queries, topk)
         out = []
         for ids, hits in zip(gold, found, strict=True):
-            first = [
-                Hit(self.store[r].id, self.store[r].contents, 1.0)
-                for doc in ids
-                for r in self.store.rows_of(doc)
-            ]
+            first = [hit(self.store[r], 1.0) for doc in ids for r in self.store.rows_of(doc)]
             seen = {h.id for h in first}
             out.append([*first, *(h for h in hits if h.id not in seen)][:topk])
         return out

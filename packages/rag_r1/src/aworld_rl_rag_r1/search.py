@@ -4,7 +4,10 @@ GRPO samples several answers per question, so the same queries recur within a tu
 turns; the released code sent one blocking request per trajectory. ``BatchedSearch`` sends the
 unique, uncached queries of all trajectories as one ``retriever.search`` call and hands each
 trajectory its own results in its own order. The optional LRU cache is keyed by (query, topk,
-gold, index manifest hash), so results from another index are never reused.
+gold, index manifest hash), so results from another index are never reused. A retriever that
+limits its requests (the HTTP client: ``max_request_queries(topk)``, from the server's
+``/health``) gets the turn's queries in as many requests as its limits need, reassembled in
+order.
 """
 
 from __future__ import annotations
@@ -70,6 +73,20 @@ class SearchStats:
         return 1.0 - self.retrieved / self.queries if self.queries else 0.0
 
 
+def request_limit(retriever: Retriever, topk: int) -> int:
+    """Most queries one ``retriever.search`` call may carry (0: no limit)."""
+    limit = getattr(retriever, "max_request_queries", None)
+    return int(limit(topk)) if callable(limit) else 0
+
+
+def request_chunks(n: int, limit: int) -> list[range]:
+    """``range(n)`` in consecutive pieces of at most ``limit`` (one piece when 0)."""
+    if n == 0:
+        return []
+    step = limit if limit > 0 else n
+    return [range(start, min(n, start + step)) for start in range(0, n, step)]
+
+
 @dataclass
 class BatchedSearch:
     """``run(groups)``: one retrieval for every trajectory's queries of a turn."""
@@ -112,13 +129,17 @@ class BatchedSearch:
                 hits += 1
             else:
                 pending[key] = None
+        requests = 0
         if pending:
             asked = list(pending)
-            answers = self.retriever.search(
-                [k[0] for k in asked],
-                self.topk,
-                gold=[list(k[2]) for k in asked] if gold is not None else None,
-            )
+            answers: list[list[Hit]] = []
+            for part in request_chunks(len(asked), request_limit(self.retriever, self.topk)):
+                requests += 1
+                answers += self.retriever.search(
+                    [asked[i][0] for i in part],
+                    self.topk,
+                    gold=[list(asked[i][2]) for i in part] if gold is not None else None,
+                )
             if len(answers) != len(asked):
                 raise RuntimeError(f"the retriever answered {len(answers)} of {len(asked)} queries")
             for key, answer in zip(asked, answers, strict=True):
@@ -128,7 +149,7 @@ class BatchedSearch:
         results = [[found[k] for k in row] for row in keys]
         n = sum(len(row) for row in keys)
         stats = SearchStats(
-            calls=1 if pending else 0,
+            calls=requests,
             trajectories=len(groups),
             queries=n,
             unique=len(found),

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from aworld_rl_rag_r1.server import ServerConfig, create_app
+from aworld_rl_rag_r1.server import ServerConfig, create_app, set_threads
 
 
 def build_app(retriever_spec: dict[str, Any], cfg: ServerConfig) -> Any:
@@ -17,6 +17,7 @@ def build_app(retriever_spec: dict[str, Any], cfg: ServerConfig) -> Any:
     from aworld_rl_core.config import from_dict
     from aworld_rl_rag_r1.retrieval import RetrieverConfig, make_retriever
 
+    set_threads(cfg.threads)
     return create_app(make_retriever(from_dict(RetrieverConfig, retriever_spec)), cfg)
 
 

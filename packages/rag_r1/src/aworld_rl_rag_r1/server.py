@@ -1,12 +1,18 @@
 """The retrieval server: Search-R1's HTTP contract on FastAPI, with micro-batching.
 
 ``POST /retrieve`` takes ``{"queries": [...], "topk": k, "return_scores": bool}`` and answers
-``{"result": [[{"document": {"id", "contents"}, "score"}, ...] per query], "manifest": hash}``
-(without scores: ``[[{"id", "contents"}, ...]]``, as Search-R1). Requests that arrive while a
-search runs are merged into the next one: one encoder call and one index search for all of
-them. Bad requests get a 4xx with ``{"error": ..., "detail": ...}``. ``GET /health`` and
-``GET /metrics`` (requests, queries, latency percentiles, queue depth, batch sizes). Every
-response carries the index manifest hash (``X-Index-Manifest`` header and ``manifest`` field).
+``{"result": [[{"document": {"id", "title", "contents", "passage"}, "score"}, ...] per query],
+"manifest": hash}`` (without scores: ``[[{"id", "title", "contents", "passage"}, ...]]``, as
+Search-R1); ``id`` and ``title`` are the source document's corpus id and title, ``passage`` the
+row in the passage store. What Search-R1's client sends is answered as Search-R1's server does
+(an empty query list or query string and ``topk: 0`` get empty results, unknown fields are
+ignored); ``strict`` turns those into 422s. Requests that arrive while a search runs are merged
+into the next one: one encoder call and one index search for all of them. Bad requests get a
+4xx with ``{"error": ..., "detail": ...}``; a response over ``max_results`` passages or
+``max_response_bytes`` bytes is a 413 naming the limit. ``GET /health`` (with the ``limits``
+clients split their requests by) and ``GET /metrics`` (requests, queries, latency percentiles,
+queue depth, batch sizes). Every response carries the index manifest hash
+(``X-Index-Manifest`` header and ``manifest`` field).
 """
 
 # no ``from __future__ import annotations``: FastAPI reads the endpoints' annotations at runtime
@@ -36,6 +42,20 @@ class ServerConfig:
     max_queries: int = option(4096, help="most queries in one request")
     max_query_chars: int = option(4096, help="longest query accepted")
     max_body_bytes: int = option(4_000_000, help="largest request body accepted")
+    max_results: int = option(
+        40_000, help="most passages (queries x topk) in one response (0: no limit); more is a 413"
+    )
+    max_response_bytes: int = option(
+        16_000_000, help="largest response body in bytes (0: no limit); larger is a 413"
+    )
+    strict: bool = option(
+        False,
+        help="reject empty query lists, empty queries, topk 0 and unknown fields with a 422 "
+        "(default: answer them as Search-R1's server does: empty results, fields ignored)",
+    )
+    threads: int = option(
+        0, help="FAISS (OpenMP) and torch threads for the search (0: the libraries' default)"
+    )
     batch_wait_ms: float = option(
         2.0, help="how long a batch waits for more requests before it runs"
     )
@@ -204,42 +224,78 @@ class MicroBatcher:
                 job.future.set_result(part)
 
 
-def parse_request(body: bytes, cfg: ServerConfig) -> tuple[list[str], int, bool, Any]:
-    """Validate a ``/retrieve`` body; every problem is a ``RequestError`` naming the field."""
+@dataclass(frozen=True)
+class RetrieveRequest:
+    """A parsed ``/retrieve`` body."""
+
+    queries: list[str]
+    topk: int
+    scores: bool
+    gold: list[list[str]] | None
+
+
+def _load_body(body: bytes) -> dict[str, Any]:
     try:
         data = json.loads(body)
     except (json.JSONDecodeError, UnicodeDecodeError) as exc:
         raise RequestError(400, "the request body is not JSON", str(exc)) from None
     if not isinstance(data, dict):
         raise RequestError(422, "the request body must be a JSON object")
-    unknown = sorted(set(data) - {"queries", "topk", "return_scores", "gold"})
-    if unknown:
-        raise RequestError(
-            422, f"unknown field(s) {unknown}", "fields: queries, topk, return_scores, gold"
-        )
-    queries = data.get("queries")
+    return data
+
+
+def _check_queries(queries: Any, cfg: ServerConfig) -> list[str]:
     if not isinstance(queries, list) or not all(isinstance(q, str) for q in queries):
         raise RequestError(422, "'queries' must be a list of strings", repr(queries)[:200])
-    if not queries:
+    if cfg.strict and not queries:
         raise RequestError(422, "'queries' is empty: send at least one query")
     if len(queries) > cfg.max_queries:
         raise RequestError(
             413, f"{len(queries)} queries in one request; the limit is {cfg.max_queries}"
         )
     for i, query in enumerate(queries):
-        if not query.strip():
+        if cfg.strict and not query.strip():
             raise RequestError(422, f"query {i} is empty")
         if len(query) > cfg.max_query_chars:
             raise RequestError(
                 422, f"query {i} has {len(query)} characters; the limit is {cfg.max_query_chars}"
             )
-    topk = data.get("topk", cfg.default_topk)
+    return queries
+
+
+def _check_topk(topk: Any, cfg: ServerConfig) -> int:
     if topk is None:
-        topk = cfg.default_topk
+        return cfg.default_topk
     if isinstance(topk, bool) or not isinstance(topk, int):
         raise RequestError(422, "'topk' must be an integer", repr(topk))
-    if not 1 <= topk <= cfg.max_topk:
-        raise RequestError(422, f"'topk' must be between 1 and {cfg.max_topk}, got {topk}")
+    low = 1 if cfg.strict else 0
+    if not low <= topk <= cfg.max_topk:
+        raise RequestError(422, f"'topk' must be between {low} and {cfg.max_topk}, got {topk}")
+    return topk
+
+
+def parse_request(body: bytes, cfg: ServerConfig) -> RetrieveRequest:
+    """Validate a ``/retrieve`` body; every problem is a ``RequestError`` naming the field.
+
+    By default the body is read as Search-R1's server reads it: unknown fields are ignored, an
+    empty query list, empty query strings and ``topk: 0`` are answered with empty results.
+    ``cfg.strict`` rejects those with a 422 instead.
+    """
+    data = _load_body(body)
+    unknown = sorted(set(data) - {"queries", "topk", "return_scores", "gold"})
+    if unknown and cfg.strict:
+        raise RequestError(
+            422, f"unknown field(s) {unknown}", "fields: queries, topk, return_scores, gold"
+        )
+    queries = _check_queries(data.get("queries"), cfg)
+    topk = _check_topk(data.get("topk", cfg.default_topk), cfg)
+    results = len(queries) * topk
+    if cfg.max_results and results > cfg.max_results:
+        raise RequestError(
+            413,
+            f"{len(queries)} queries x topk {topk} = {results} passages in one response; "
+            f"the limit (server.max_results) is {cfg.max_results}: split the request",
+        )
     scores = data.get("return_scores", False)
     if not isinstance(scores, bool):
         raise RequestError(422, "'return_scores' must be true or false", repr(scores))
@@ -250,16 +306,78 @@ def parse_request(body: bytes, cfg: ServerConfig) -> tuple[list[str], int, bool,
         or not all(isinstance(g, list) and all(isinstance(x, str) for x in g) for g in gold)
     ):
         raise RequestError(422, "'gold' must hold one list of document ids per query")
-    return queries, topk, scores, gold
+    return RetrieveRequest(queries, topk, scores, gold)
+
+
+def searched(request: RetrieveRequest) -> list[int]:
+    """Positions of the queries that go to the retriever (non-empty, and topk > 0)."""
+    if request.topk == 0:
+        return []
+    return [i for i, q in enumerate(request.queries) if q.strip()]
+
+
+def scatter(n: int, positions: list[int], found: list[list[Hit]]) -> list[list[Hit]]:
+    """``found`` (one row per searched position) placed back among ``n`` rows; the others
+    stay empty."""
+    out: list[list[Hit]] = [[] for _ in range(n)]
+    for position, row in zip(positions, found, strict=True):
+        out[position] = row
+    return out
+
+
+def document(h: Hit) -> dict[str, Any]:
+    """A passage as the response carries it: the corpus ``id`` and ``title`` of its document,
+    its ``contents`` and its row in the passage store (``passage``)."""
+    return {"id": h.doc_id or h.id, "title": h.title, "contents": h.contents, "passage": h.id}
 
 
 def render(hits: list[list[Hit]], scores: bool) -> list[list[dict[str, Any]]]:
     if scores:
-        return [
-            [{"document": {"id": h.id, "contents": h.contents}, "score": h.score} for h in row]
-            for row in hits
-        ]
-    return [[{"id": h.id, "contents": h.contents} for h in row] for row in hits]
+        return [[{"document": document(h), "score": h.score} for h in row] for row in hits]
+    return [[document(h) for h in row] for row in hits]
+
+
+def encode_response(payload: dict[str, Any], cfg: ServerConfig) -> bytes:
+    """The JSON body, or a 413 ``RequestError`` naming the limit when it is larger."""
+    body = json.dumps(payload, ensure_ascii=False, separators=(",", ":")).encode("utf-8")
+    if cfg.max_response_bytes and len(body) > cfg.max_response_bytes:
+        raise RequestError(
+            413,
+            f"the response would have {len(body)} bytes; the limit "
+            f"(server.max_response_bytes) is {cfg.max_response_bytes}: ask fewer queries or "
+            "a smaller topk per request",
+        )
+    return body
+
+
+def limits(cfg: ServerConfig) -> dict[str, int]:
+    """What one request may ask (served at ``/health``; clients split their requests by it)."""
+    return {
+        "max_queries": cfg.max_queries,
+        "max_topk": cfg.max_topk,
+        "max_results": cfg.max_results,
+        "max_query_chars": cfg.max_query_chars,
+        "max_body_bytes": cfg.max_body_bytes,
+        "max_response_bytes": cfg.max_response_bytes,
+    }
+
+
+def set_threads(threads: int) -> None:
+    """FAISS's OpenMP threads and torch's intra-op threads (0: leave the libraries' default)."""
+    if threads < 0:
+        raise ValueError(f"server.threads must be >= 0, got {threads}")
+    if threads == 0:
+        return
+    import importlib.util
+
+    if importlib.util.find_spec("faiss") is not None:
+        import faiss
+
+        faiss.omp_set_num_threads(threads)
+    if importlib.util.find_spec("torch") is not None:
+        import torch
+
+        torch.set_num_threads(threads)
 
 
 def create_app(retriever: Retriever, cfg: ServerConfig | None = None) -> Any:
@@ -267,7 +385,7 @@ def create_app(retriever: Retriever, cfg: ServerConfig | None = None) -> Any:
     from contextlib import asynccontextmanager
 
     from fastapi import FastAPI, Request
-    from fastapi.responses import JSONResponse
+    from fastapi.responses import JSONResponse, Response
 
     cfg = cfg or ServerConfig()
     metrics = Metrics(window=cfg.latency_window)
@@ -301,21 +419,33 @@ def create_app(retriever: Retriever, cfg: ServerConfig | None = None) -> Any:
             if len(body) > cfg.max_body_bytes:
                 return error(413, f"the body is over the limit of {cfg.max_body_bytes} bytes")
         try:
-            queries, topk, scores, gold = parse_request(bytes(body), cfg)
+            parsed = parse_request(bytes(body), cfg)
         except RequestError as exc:
             return error(exc.status, exc.error, exc.detail)
+        positions = searched(parsed)
         try:
-            hits = await batcher.submit(queries, topk, gold)
+            found = await _search(positions, parsed) if positions else []
         except ValueError as exc:  # e.g. the oracle without gold ids
             return error(422, str(exc))
         except Exception as exc:
             return error(500, f"retrieval failed: {type(exc).__name__}: {exc}")
-        metrics.record(time.perf_counter() - began, len(queries))
-        return JSONResponse({"result": render(hits, scores), "manifest": manifest}, headers=headers)
+        hits = scatter(len(parsed.queries), positions, found)
+        payload = {"result": render(hits, parsed.scores), "manifest": manifest}
+        try:
+            encoded = encode_response(payload, cfg)
+        except RequestError as exc:
+            return error(exc.status, exc.error, exc.detail)
+        metrics.record(time.perf_counter() - began, len(parsed.queries))
+        return Response(encoded, media_type="application/json", headers=headers)
+
+    async def _search(positions: list[int], parsed: RetrieveRequest) -> list[list[Hit]]:
+        gold = [parsed.gold[i] for i in positions] if parsed.gold is not None else None
+        return await batcher.submit([parsed.queries[i] for i in positions], parsed.topk, gold)
 
     @app.get("/health")
     async def health() -> Any:
-        return JSONResponse({"status": "ok", "manifest": manifest}, headers=headers)
+        body = {"status": "ok", "manifest": manifest, "limits": limits(cfg)}
+        return JSONResponse(body, headers=headers)
 
     @app.get("/metrics")
     async def get_metrics() -> Any:
@@ -341,6 +471,7 @@ def serve(
 
     import uvicorn
 
+    set_threads(cfg.threads)
     server = uvicorn.Server(
         uvicorn.Config(
             create_app(retriever, cfg), host=cfg.host, port=cfg.port, log_level="warning"

@@ -25,9 +25,24 @@ class BuildIndexConfig:
     encoder: EncoderConfig = option(factory=EncoderConfig, help="the passage encoder")
     index: IndexConfig = option(factory=IndexConfig, help="index type and parameters")
     index_dir: str = option(
-        "", help="where the index goes (default: <run dir>/index); the same dir resumes"
+        "",
+        help="where the index goes (default: <run dir>/index; $AWORLD_RL_HOME/... is under "
+        "aworld-rl's home); the same dir resumes; rag_r1.serve serves it as retriever.index",
     )
     world: WorldConfig = option(factory=WorldConfig, help="corpus.path=synthetic: its size")
+
+
+def check_corpus(path: str) -> Path:
+    """The corpus file ``corpus.path`` names, checked to exist (a clear error, no traceback
+    from deep inside the build, and before an encoder is downloaded or loaded)."""
+    if not path:
+        raise ValueError("corpus.path is required: a JSONL corpus file, or 'synthetic'")
+    if path != SYNTHETIC and not Path(path).is_file():
+        raise FileNotFoundError(
+            f"corpus.path={path!r} does not exist: give a JSONL file of {{id, title, text}} "
+            "documents (or {id, contents} passages), or 'synthetic'"
+        )
+    return Path(path)
 
 
 def run(cfg: BuildIndexConfig, run: Run) -> RunResult:
@@ -35,13 +50,12 @@ def run(cfg: BuildIndexConfig, run: Run) -> RunResult:
     from aworld_rl_rag_r1.corpus import passages, read_documents
     from aworld_rl_rag_r1.encoders import load_encoder
     from aworld_rl_rag_r1.index import build_index, memory_estimate
+    from aworld_rl_rag_r1.retrieval import expand_home
 
-    if not cfg.corpus.path:
-        raise ValueError("corpus.path is required: a JSONL corpus file, or 'synthetic'")
-    corpus = Path(cfg.corpus.path)
+    corpus = check_corpus(cfg.corpus.path)  # before any model is loaded
     if cfg.corpus.path == SYNTHETIC:
         corpus, _ = synthetic.write(cfg.world.synthetic, run.dir / "synthetic")
-    directory = Path(cfg.index_dir) if cfg.index_dir else run.dir / "index"
+    directory = Path(expand_home(cfg.index_dir)) if cfg.index_dir else run.dir / "index"
     documents = read_documents(corpus)
     if cfg.corpus.limit > 0:
         documents = itertools.islice(documents, cfg.corpus.limit)

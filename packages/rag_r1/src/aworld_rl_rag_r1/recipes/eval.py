@@ -4,8 +4,12 @@ The agent is any core LLM client: an OpenAI-compatible server (vLLM, SGLang, a h
 a local transformers model. Questions come from local files in the benchmarks' formats (see
 ``aworld_rl_rag_r1.qa``), ``fanoutqa`` (the packaged dev set) or ``synthetic``. Each question
 is played through ``SearchEnv`` by core's ``play_many`` (episodes in flight together, one
-batched retrieval per turn), once per seed. Outputs: ``results.jsonl`` (one line per question
-and seed), a table per dataset in the report and an EM/F1 plot.
+batched retrieval per turn), once per seed. Beside EM / F1 / latency it reports what was
+retrieved: per episode, whether a gold answer occurs in a retrieved passage and the share of
+the gold documents retrieved; per dataset with gold documents, the retriever alone (the
+question as the query): recall@k and answer-in-top-k for ``recall_k``. Outputs:
+``results.jsonl`` (one line per question and seed), a table per dataset in the report and an
+EM/F1 plot.
 """
 
 from __future__ import annotations
@@ -42,8 +46,11 @@ class EvalConfig:
     """Evaluate a deep-search agent (the paper: T=0.7, 1024 new tokens, 5 searches, top-3)."""
 
     llm: LLMConfig = option(
-        factory=lambda: LLMConfig(temperature=0.7, max_tokens=1024, concurrency=32),
-        help="the agent (provider=local: a transformers model, tiny:qwen3 works offline)",
+        factory=lambda: LLMConfig(
+            base_url="http://127.0.0.1:8001/v1", temperature=0.7, max_tokens=1024, concurrency=32
+        ),
+        help="the agent (provider=local: a transformers model, tiny:qwen3 works offline); "
+        "the LLM server on port 8001, the retrieval server keeps 8000",
     )
     env: SearchEnvConfig = option(
         factory=lambda: SearchEnvConfig(normalizer="eval"), help="the search environment"
@@ -53,6 +60,11 @@ class EvalConfig:
     concurrency: int = option(64, help="episodes in flight together (one retrieval per turn)")
     world: WorldConfig = option(factory=WorldConfig, help="'synthetic' data / index: its size")
     plots: bool = option(True, help="write an EM/F1 plot per dataset (needs matplotlib)")
+    recall_k: tuple[int, ...] = option(
+        (1, 3),
+        help="k of the retriever-alone recall@k / answer-in-top-k (questions with gold_docs; "
+        "empty: skip)",
+    )
 
 
 def load_questions(cfg: EvalDataConfig, world: WorldConfig) -> dict[str, list[Any]]:
@@ -119,6 +131,8 @@ async def play_questions(
                     "searches": info.get("searches", 0),
                     "queries": info.get("queries", 0),
                     "invalid_actions": info.get("invalid_actions", 0),
+                    "answer_in_retrieved": info.get("answer_in_retrieved", 0.0),
+                    "gold_docs_retrieved": info.get("gold_docs_retrieved"),
                     "retrieval_s": info.get("retrieval_s", 0.0),
                     "step_s": info.get("step_s", 0.0),
                     "batch_s": wall,
@@ -183,6 +197,25 @@ def _plot(table: dict[str, dict[str, float]], path: Path) -> Path | None:
     return path
 
 
+def direct_recall(items: list[Any], env: SearchEnvConfig, ks: tuple[int, ...]) -> dict:
+    """The retriever alone on the questions that have gold documents: recall@k and
+    answer-in-top-k, the question as the query (one batched search)."""
+    from aworld_rl_rag_r1.env import searcher
+    from aworld_rl_rag_r1.metrics import retrieval_recall
+
+    asked = [item for item in items if item.gold_docs]
+    if not ks or not asked or env.retriever.backend in ("oracle", "empty", "random"):
+        return {}
+    retriever = searcher(env.retriever).retriever
+    hits = retriever.search([item.question for item in asked], max(ks))
+    return retrieval_recall(
+        hits,
+        [item.gold_docs for item in asked],
+        [item.golden_answers for item in asked],
+        ks,
+    )
+
+
 def run(cfg: EvalConfig, run: Run) -> RunResult:
     from aworld_rl_core.llm import make_client
 
@@ -204,20 +237,29 @@ def run(cfg: EvalConfig, run: Run) -> RunResult:
                 )
             for row in rows:
                 handle.write(json.dumps({"dataset": name, **row}, ensure_ascii=False) + "\n")
-            table[name] = summarise(rows)
+            table[name] = {**summarise(rows), **direct_recall(items, env, cfg.recall_k)}
             run.log({f"{name}/{k}": v for k, v in table[name].items()})
-    lines = [
-        "| dataset | questions | EM | F1 | searches / q | queries / search | valid actions | "
-        "s / q | retrieval share |",
-        "|---|---|---|---|---|---|---|---|---|",
-    ]
+    recalls = [f"recall@{k}" for k in cfg.recall_k]
+    header = [
+        "dataset", "questions", "EM", "F1", "searches / q", "queries / search",
+        "valid actions", "s / q", "retrieval share", "answer in retrieved", *recalls,
+    ]  # fmt: skip
+    lines = ["| " + " | ".join(header) + " |", "|" + "---|" * len(header)]
     for name, m in table.items():
-        lines.append(
-            f"| {name} | {len(sets[name])} | {m['em']:.3f} | {m['f1']:.3f} | "
-            f"{m['searches_per_question']:.2f} | {m['queries_per_search']:.2f} | "
-            f"{m['valid_action_rate']:.2f} | {m['seconds_per_question']:.2f} | "
-            f"{m['retrieval_share']:.2f} |"
-        )
+        cells = [
+            name,
+            str(len(sets[name])),
+            f"{m['em']:.3f}",
+            f"{m['f1']:.3f}",
+            f"{m['searches_per_question']:.2f}",
+            f"{m['queries_per_search']:.2f}",
+            f"{m['valid_action_rate']:.2f}",
+            f"{m['seconds_per_question']:.2f}",
+            f"{m['retrieval_share']:.2f}",
+            f"{m['answer_in_retrieved']:.2f}",
+            *(f"{m[r]:.3f}" if r in m else "-" for r in recalls),
+        ]
+        lines.append("| " + " | ".join(cells) + " |")
     outputs = {"results": out}
     if cfg.plots and (plot := _plot(table, run.dir / "em_f1.png")) is not None:
         outputs["plot"] = plot

@@ -1,8 +1,10 @@
 """Recipe ``rag_r1.serve``: the retrieval server over a built index (or a control).
 
 One process (uvicorn) by default; ``server.replicas > 1`` runs the same app on Ray Serve.
-Serves until interrupted, or for ``stop_after_s`` seconds; ``self_check`` asks ``/health``
-and one ``/retrieve`` once it is up and records the answer in the report.
+Serves until interrupted (Ctrl-C stops it cleanly and writes the report), or for
+``stop_after_s`` seconds; ``self_check`` asks ``/health`` and one ``/retrieve`` once it is up
+and records the answer in the report. ``retriever.index`` is an index directory written by
+``rag_r1.build-index`` (its ``index_dir``); the ``tiny-cpu`` presets of both share one.
 """
 
 from __future__ import annotations
@@ -23,8 +25,8 @@ class ServeConfig:
 
     retriever: RetrieverConfig = option(
         factory=lambda: RetrieverConfig(backend="local"),
-        help="what is served: backend local (an index dir; 'synthetic' builds the demo world), "
-        "oracle, random or empty",
+        help="what is served: backend local (an index_dir written by rag_r1.build-index; "
+        "'synthetic' builds the demo world), oracle, random or empty",
     )
     server: ServerConfig = option(factory=ServerConfig, help="address, limits, batching")
     world: WorldConfig = option(factory=WorldConfig, help="retriever.index=synthetic: its size")
@@ -53,12 +55,42 @@ def _self_check(base: str, query: str, topk: int) -> dict:
     }
 
 
+def check_index(retriever: RetrieverConfig) -> None:
+    """A clear error, before anything loads, when ``retriever.index`` holds no built index."""
+    from pathlib import Path
+
+    from aworld_rl_rag_r1.index import MANIFEST
+    from aworld_rl_rag_r1.retrieval import expand_home
+
+    if retriever.backend not in ("local", "oracle", "random") or not retriever.index:
+        return
+    if not (Path(expand_home(retriever.index)) / MANIFEST).is_file():
+        raise FileNotFoundError(
+            f"retriever.index={retriever.index!r} holds no index ({MANIFEST} missing): build "
+            f"it with `aworld-run rag_r1.build-index ... index_dir={retriever.index}` (the "
+            "tiny-cpu presets of build-index and serve share one), or set retriever.index"
+        )
+
+
+def wait(stop_after_s: float) -> None:
+    """Until Ctrl-C, or for ``stop_after_s`` seconds when it is set."""
+    began = time.monotonic()
+    try:
+        while not stop_after_s or time.monotonic() - began < stop_after_s:
+            time.sleep(0.2)
+    except KeyboardInterrupt:
+        print("stopping the retrieval server")
+
+
 def run(cfg: ServeConfig, run: Run) -> RunResult:
     from aworld_rl_rag_r1.retrieval import make_retriever
+    from aworld_rl_rag_r1.server import set_threads
 
     if cfg.retriever.backend == "http":
         raise ValueError("rag_r1.serve serves an index: set retriever.backend=local (or a control)")
     retriever_cfg = with_synthetic_index(cfg.retriever, cfg.world)
+    check_index(retriever_cfg)
+    set_threads(cfg.server.threads)
     ray = cfg.server.replicas > 1
     if ray:
         from aworld_rl_rag_r1.serve_ray import serve_ray, shutdown
@@ -83,9 +115,7 @@ def run(cfg: ServeConfig, run: Run) -> RunResult:
                 f"- URL: {base}/retrieve\n- manifest: `{check['manifest']}`\n"
                 f"- '{cfg.check_query}' -> {check['hits']} hits; top: {check['top']}\n",
             )
-        began = time.monotonic()
-        while not cfg.stop_after_s or time.monotonic() - began < cfg.stop_after_s:
-            time.sleep(0.2)
+        wait(cfg.stop_after_s)
         import httpx
 
         served = httpx.get(base + "/metrics", timeout=30).json()

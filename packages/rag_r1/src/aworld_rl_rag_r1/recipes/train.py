@@ -4,8 +4,11 @@ The default (``paper`` preset) is the paper's: verl PPO with GAE and a critic, o
 prompt, the KL penalty in the reward (0.001) with retrieved tokens masked out of the loss and
 the KL, 5 search turns of up to 500 tokens plus an answer turn. ``grpo`` switches to GRPO
 (Search-R1's variant: 5 samples, KL loss 0.001). ``tiny-cpu`` runs trl's GRPO on a tiny model
-against the in-process retriever of the synthetic world. The episode reward is the
-environment's EM; ``rewards`` adds registered rewards (e.g. ``rag_r1.em_format``).
+against the in-process retriever of the synthetic world. The reward is ``reward``'s: the
+environment scores the episode (``reward.episode``: the paper's EM by default, 1.0 for a
+correct answer; ``em_format`` puts Search-R1's format score in its place, it does not add to
+EM) times ``reward.episode_weight``, plus ``reward.extra`` registered rewards times
+``reward.extra_weights``.
 """
 
 from __future__ import annotations
@@ -18,7 +21,7 @@ from aworld_rl_core.backends.verl.config import CriticConfig, VerlConfig
 from aworld_rl_core.config import option, to_dict
 from aworld_rl_core.runs import Run, RunResult
 from aworld_rl_core.tracking import TrackingConfig
-from aworld_rl_rag_r1.env import SearchEnvConfig
+from aworld_rl_rag_r1.env import EpisodeReward, SearchEnvConfig
 from aworld_rl_rag_r1.qa import QAFormat
 from aworld_rl_rag_r1.recipes.common import WorldConfig
 
@@ -90,6 +93,47 @@ class TrainDataConfig:
 
 
 @dataclass(frozen=True, kw_only=True)
+class RewardConfig:
+    """How an episode is scored: total = episode_weight x episode + sum(extra_weights x extra)."""
+
+    episode: EpisodeReward = option(
+        "em",
+        help="the environment's episode reward: em (the paper's: 1.0 for a correct answer, "
+        "else 0), em_format (Search-R1 v0.3's format score in place of EM, never on top of "
+        "it) or f1",
+    )
+    episode_weight: float = option(1.0, help="weight of the episode reward (0 switches it off)")
+    extra: tuple[str, ...] = option(
+        (), help="registered rewards added to the episode reward (e.g. rag_r1.f1)"
+    )
+    extra_weights: tuple[float, ...] = option(
+        (), help="one weight per extra reward (empty: 1.0 each)"
+    )
+
+    def check(self) -> None:
+        """Errors naming the keys when the weights do not match or an answer counts twice."""
+        if self.extra_weights and len(self.extra_weights) != len(self.extra):
+            raise ValueError(
+                f"reward.extra_weights has {len(self.extra_weights)} weights for "
+                f"{len(self.extra)} reward.extra rewards: give one per reward or none"
+            )
+        if "rag_r1.em" in self.extra and self.episode_weight:
+            raise ValueError(
+                "reward.extra names rag_r1.em on top of the episode's reward: the score would "
+                "count the answer twice; set reward.episode_weight=0 or drop it"
+            )
+        if "rag_r1.em_format" in self.extra and self.episode_weight:
+            raise ValueError(
+                "reward.extra names rag_r1.em_format on top of the episode's reward (EM): a "
+                "correct answer would score 2.0; set reward.episode=em_format instead (it "
+                "replaces EM)"
+            )
+
+    def weights(self) -> tuple[float, ...] | None:
+        return tuple(self.extra_weights) or None
+
+
+@dataclass(frozen=True, kw_only=True)
 class TrainConfig:
     """RL of a RAG-R1 search agent (the paper: PPO + GAE on 8 GPUs)."""
 
@@ -98,10 +142,14 @@ class TrainConfig:
         help="the policy (the paper starts from its SFT checkpoint)",
     )
     trainer: TrainerConfig = option(factory=paper_trainer, help="training")
-    env: SearchEnvConfig = option(factory=SearchEnvConfig, help="the search environment")
+    env: SearchEnvConfig = option(
+        factory=lambda: SearchEnvConfig(obs_budget_tokens=-1),
+        help="the search environment (obs_budget_tokens -1: every search fits the trainer's "
+        "response budget)",
+    )
     data: TrainDataConfig = option(factory=TrainDataConfig, help="questions")
-    rewards: tuple[str, ...] = option(
-        (), help="registered rewards added to the environment's EM (e.g. rag_r1.em_format)"
+    reward: RewardConfig = option(
+        factory=RewardConfig, help="the reward (the paper: EM alone, 1.0 for a correct answer)"
     )
     world: WorldConfig = option(factory=WorldConfig, help="'synthetic' data / index: its size")
     tracking: TrackingConfig = option(factory=TrackingConfig, help="experiment trackers")
@@ -116,6 +164,26 @@ def _rows(path: str, cfg: TrainConfig, limit: int) -> list[dict[str, Any]]:
     return [item.row() for items in load_questions(data, cfg.world).values() for item in items]
 
 
+def observation_budget(cfg: TrainConfig) -> int:
+    """``env.obs_budget_tokens``, with -1 resolved: the response budget less the model's turns
+    at their longest (``max_response_tokens - max_turns x max_new_tokens``), so all
+    ``env.max_search_turns`` searches and the answer turn fit and no episode is cut short."""
+    if cfg.env.obs_budget_tokens >= 0:
+        return cfg.env.obs_budget_tokens
+    rl = cfg.trainer.rl
+    if rl.max_response_tokens is None or rl.max_new_tokens is None:
+        return 0
+    budget = rl.max_response_tokens - rl.max_turns * rl.max_new_tokens
+    if budget <= 0:
+        raise ValueError(
+            f"env.obs_budget_tokens=-1 leaves no room for observations: "
+            f"trainer.rl.max_response_tokens={rl.max_response_tokens} <= trainer.rl.max_turns "
+            f"({rl.max_turns}) x trainer.rl.max_new_tokens ({rl.max_new_tokens}); raise "
+            "max_response_tokens or set env.obs_budget_tokens to a number of tokens (0: none)"
+        )
+    return budget
+
+
 def env_options(cfg: TrainConfig) -> dict[str, Any]:
     """The environment's JSON options: ``synthetic`` resolved, the policy's tokenizer counting
     the observation budget unless ``env.obs_tokenizer`` names one."""
@@ -124,6 +192,12 @@ def env_options(cfg: TrainConfig) -> dict[str, Any]:
     from aworld_rl_rag_r1.recipes.eval import resolve_env
 
     env = resolve_env(cfg.env, cfg.world)
+    env = replace(
+        env,
+        reward=cfg.reward.episode,
+        reward_weight=cfg.reward.episode_weight,
+        obs_budget_tokens=observation_budget(cfg),
+    )
     if env.obs_tokenizer is None:
         env = replace(env, obs_tokenizer=cfg.model.tokenizer or cfg.model.name_or_path)
     return to_dict(env)
@@ -139,6 +213,7 @@ def build_job(cfg: TrainConfig, run: Run) -> Any:
             f"env.max_search_turns={cfg.env.max_search_turns}: set it to "
             f"{cfg.env.max_search_turns + 1}"
         )
+    cfg.reward.check()
     train = _rows(cfg.data.train, cfg, cfg.data.limit)
     if not train:
         raise ValueError(f"data.train={cfg.data.train!r} holds no question")
@@ -149,7 +224,8 @@ def build_job(cfg: TrainConfig, run: Run) -> Any:
         train_rows=train,
         eval_rows=_rows(cfg.data.val, cfg, cfg.data.val_limit),
         env=Ref.named("rag_r1.search", env_options(cfg)),
-        rewards=[Ref.named(name) for name in cfg.rewards],
+        rewards=[Ref.named(name) for name in cfg.reward.extra],
+        reward_weights=cfg.reward.weights(),
     )
 
 
