@@ -230,7 +230,10 @@ def _command(name: str, args: argparse.Namespace, output_dir: Path) -> list[str]
         from aworld_rl_core.config import looks_like_path
 
         preset = Path(args.preset).expanduser()
-        argv += ["--preset", str(preset.absolute()) if looks_like_path(args.preset) else args.preset]
+        argv += [
+            "--preset",
+            str(preset.absolute()) if looks_like_path(args.preset) else args.preset,
+        ]
     if args.config:
         argv += ["--config", str(Path(args.config).absolute())]
     argv += ["--output-dir", str(output_dir)]

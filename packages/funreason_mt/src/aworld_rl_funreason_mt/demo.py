@@ -146,6 +146,7 @@ class DemoOracle:
             return (
                 "<think>No plan for this request.</think><answer>I cannot help with that.</answer>"
             )
+        calls = self.order(calls)
         hinted = REVIEW_MARK in str(messages[last_user].get("content", ""))
         if not hinted and len(calls) > 1 and int(match.group(2), 16) % 3 == 0:
             calls = calls[1:]  # the deliberate first-attempt mistake
@@ -168,6 +169,10 @@ class DemoOracle:
         return (
             f"<think>All steps are done.</think><answer>Done. The last result was: {final}</answer>"
         )
+
+    def order(self, calls: list[str]) -> list[str]:
+        """The order the reasoning answers issue the trace's calls in (the trace's own)."""
+        return calls
 
     # -- critiquing --------------------------------------------------------------------------
 

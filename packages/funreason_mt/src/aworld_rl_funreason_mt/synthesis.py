@@ -9,8 +9,11 @@ rounds (MT-v2 4.4):
 3. :meth:`Synthesizer.make_query` - the querying agent's hard query (checked);
 4. :meth:`Synthesizer.guard` - the contamination guard;
 5. :meth:`Synthesizer.reason` - one attempt of the reasoning agent, playing the round from its
-   starting state with the primitive tools; its calls are matched against the trace; on a
-   failure the critiquing agent's hint is the feedback of the next attempt (up to K_max).
+   starting state with the primitive tools; its calls are matched against the trace, then the
+   conversation gate replays the kept conversation's calls (every round so far, from the
+   initial state) through BFCL's state and response checks; on a failure the critiquing
+   agent's hint is the feedback of the next attempt (up to K_max). A kept round moves the live
+   session to the state the conversation left, where the next round is sampled.
 
 Then :meth:`Synthesizer.finish` writes the BFCL-shaped entry and applies the replay gate. A
 step returns ``None`` when it passed, or raises :class:`Drop` (the record is discarded, with the
@@ -43,7 +46,13 @@ from aworld_rl_funreason_mt.sampler import (
 )
 from aworld_rl_funreason_mt.space import Session, ToolSpace
 from aworld_rl_funreason_mt.tooling import AdvancedTool, parse_advanced_tool, tooling_messages
-from aworld_rl_funreason_mt.trajectory import Round, Trajectory, replay
+from aworld_rl_funreason_mt.trajectory import (
+    Round,
+    Trajectory,
+    check_conversation,
+    conversation_session,
+    replay,
+)
 
 
 class Drop(Exception):
@@ -96,6 +105,13 @@ class SynthesisConfig:
         "(dataset's error_tool_response; the paper's rate is unknown; 0 = none)",
         ge=0.0,
         le=1.0,
+    )
+    conversation_gate: bool = option(
+        True,
+        help="keep a round only if the kept conversation's calls, replayed from the "
+        "trajectory's start, pass BFCL's state and response checks against the ground truth; "
+        "the next round starts from the state they leave (false: the match rule alone, the "
+        "next round from the trace's state)",
     )
     allow_format_errors: bool = option(
         False, help="keep a round whose attempt broke the output format once"
@@ -328,9 +344,19 @@ class Synthesizer:
             expected_results=[c.result for c in draft.need_trace().calls],
             agent_results=[c.result for c in env.calls if c.ok],
         )
-        if verdict.ok and draft.inject_at is not None and not env.injected:
+        if not verdict.ok:
+            return verdict.reason
+        if draft.inject_at is not None and not env.injected:
             return "the constructed error response was never given"
-        return None if verdict.ok else verdict.reason
+        if self.config.conversation_gate:
+            draft.trajectory.rounds.append(self._round(draft, env, episode))
+            try:
+                gate = check_conversation(draft.trajectory)
+            finally:
+                draft.trajectory.rounds.pop()
+            if not gate:
+                return gate.reason
+        return None
 
     async def _hint(self, draft: Draft, critic: Any, env: RoundEnv, problem: str) -> str:
         made = [(c.call, c.result) for c in env.calls]
@@ -350,25 +376,31 @@ class Synthesizer:
                 ]
         raise Drop("bad_hint", last)
 
-    def _keep(self, draft: Draft, env: RoundEnv, episode: Any) -> None:
+    def _round(self, draft: Draft, env: RoundEnv, episode: Any) -> Round:
+        """The round as it would be kept: the bare query, then the attempt's messages."""
         opening = len(env.reset())
         user = draft.query if not self.config.keep_hints else env.user
         messages = [{"role": "user", "content": user}, *episode.messages[opening:]]
-        draft.trajectory.rounds.append(
-            Round(
-                draft.need_trace(),
-                draft.need_tool(),
-                draft.query,
-                messages,
-                attempts=draft.attempt,
-                hints=list(draft.hints),
-                noise=draft.noise,
-                error_injected=env.injected,
-                flags=list(draft.flags),
-            )
+        return Round(
+            draft.need_trace(),
+            draft.need_tool(),
+            draft.query,
+            messages,
+            attempts=draft.attempt,
+            hints=list(draft.hints),
+            noise=draft.noise,
+            error_injected=env.injected,
+            flags=list(draft.flags),
         )
+
+    def _keep(self, draft: Draft, env: RoundEnv, episode: Any) -> None:
+        draft.trajectory.rounds.append(self._round(draft, env, episode))
         draft.need_start().close()
         draft.start = None
+        if self.config.conversation_gate:
+            # the next round starts where the kept conversation left the environment
+            draft.session.close()
+            draft.session = conversation_session(draft.trajectory, entry_id=draft.session.entry_id)
 
     # -- the end -------------------------------------------------------------------------------
 
@@ -377,6 +409,10 @@ class Synthesizer:
         verdict = replay(draft.trajectory.bfcl_entry())
         if not verdict:
             raise Drop("replay_mismatch", verdict.reason)
+        if self.config.conversation_gate:
+            gate = check_conversation(draft.trajectory)
+            if not gate:
+                raise Drop("conversation_mismatch", gate.reason)
         return draft.trajectory
 
 

@@ -1,0 +1,86 @@
+"""The gate on the kept conversation: what it keeps passes BFCL's checks and scores 1 in the RL
+environment, with a reasoner that errs (reverse order) and with the demo oracle."""
+
+import asyncio
+import tempfile
+
+import pytest
+from mt_doubles import OracleClient, ReverseOracle, play_in_rl_env, run_steps
+
+from aworld_rl_funreason_mt.synthesis import Drop, SynthesisConfig, Synthesizer
+from aworld_rl_funreason_mt.trajectory import check_conversation, conversation_session
+
+
+def synthesize_many(space, graph, oracle_factory, n, **config):
+    synth = Synthesizer(space, graph, SynthesisConfig(**config), seed=11)
+    kept, drops = [], []
+    for k in range(n):
+        draft = synth.draft(f"g{k}")
+        try:
+            kept.append(asyncio.run(run_steps(synth, draft, OracleClient(oracle_factory())))[0])
+        except Drop as exc:
+            drops.append(exc)
+        finally:
+            draft.close()
+    return kept, drops
+
+
+def assert_right_by_construction(kept):
+    from aworld_rl_core.tooluse.bfcl import entry_from_raw
+    from aworld_rl_core.tooluse.bfcl.reference import BfclReference
+
+    reference = BfclReference(tempfile.mkdtemp())
+    for trajectory in kept:
+        calls = trajectory.conversation_calls()
+        assert check_conversation(trajectory), trajectory.id
+        # bfcl-eval's own multi_turn_checker agrees on the conversation's calls
+        assert reference.multi_turn_valid(entry_from_raw(trajectory.bfcl_entry()), calls)
+        final = play_in_rl_env(trajectory)
+        assert final.done and final.reward == 1.0, (trajectory.id, final.info)
+
+
+def test_reverse_order_reasoner_keeps_nothing_that_fails_the_check(space, graph):
+    kept, drops = synthesize_many(space, graph, ReverseOracle, 10, rounds=2, error_rate=0.0)
+    reasons = [d.detail for d in drops if d.reason == "reasoning_failed"]
+    # reversing a chain breaks BFCL's checks somewhere: those rounds are refused ...
+    assert any("BFCL's check of the conversation" in r for r in reasons), [str(d) for d in drops]
+    # ... and whatever is kept (reversal that changes nothing, one-call rounds) passes them
+    assert kept
+    assert_right_by_construction(kept)
+
+
+def test_without_the_gate_the_reverse_reasoner_gets_wrong_conversations_kept(space, graph):
+    """The defect the gate fixes: the order-free call-set match keeps conversations that fail."""
+    kept, _ = synthesize_many(
+        space, graph, ReverseOracle, 10, rounds=2, error_rate=0.0, conversation_gate=False
+    )
+    assert any(not check_conversation(t) for t in kept)
+
+
+def test_demo_oracle_conversations_pass_and_score_one(space, graph):
+    kept, drops = synthesize_many(space, graph, lambda: None, 6, rounds=2, error_rate=0.3)
+    assert len(kept) >= 3, [str(d) for d in drops]
+    assert_right_by_construction(kept)
+
+
+def test_next_round_starts_from_the_conversations_state(space, graph):
+    kept, _ = synthesize_many(space, graph, lambda: None, 3, rounds=2, error_rate=0.0)
+    trajectory = kept[0]
+    with conversation_session(trajectory) as session:
+        # the state is that of the conversation's calls: the same calls on a fresh session agree
+        made = [c for turn in trajectory.conversation_calls() for c in turn]
+        assert [item.call.to_python() for item in session.history] == made
+
+
+@pytest.mark.parametrize("bad", ["<think>x</think>", "nonsense"])
+def test_round_calls_skip_malformed_messages(space, bad):
+    from aworld_rl_funreason_mt.trajectory import round_calls
+
+    docs = space.docs_of(["MessageAPI"])
+    messages = [
+        {"role": "user", "content": "q"},
+        {"role": "assistant", "content": bad},
+        {"role": "assistant", "content": "<think>a</think><tool_call>[list_users()]</tool_call>"},
+        {"role": "tool", "content": "[]"},
+    ]
+    assert round_calls(messages, docs) == ["list_users()"]
