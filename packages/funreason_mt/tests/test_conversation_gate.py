@@ -84,3 +84,34 @@ def test_round_calls_skip_malformed_messages(space, bad):
         {"role": "tool", "content": "[]"},
     ]
     assert round_calls(messages, docs) == ["list_users()"]
+
+
+def test_a_round_whose_ground_truth_holds_an_error_is_dropped(space, graph):
+    import dataclasses
+
+    from aworld_rl_funreason_mt.sampler import Trace, TraceCall
+    from aworld_rl_funreason_mt.synthesis import ground_truth_errors
+
+    wrapped = "['Error: User not authenticated. Please log in to view the watchlist.']"
+    trace = Trace("get_watchlist", (TraceCall("get_watchlist()", "get_watchlist", wrapped),), True)
+    assert ground_truth_errors(trace) == [wrapped]
+    status = '{"status": "No user is currently logged in"}'
+    assert ground_truth_errors(
+        Trace("trading_logout", (TraceCall("trading_logout()", "trading_logout", status),), True)
+    ) == [status]
+
+    synth = Synthesizer(space, graph, SynthesisConfig(rounds=1, error_rate=0.0), seed=11)
+    draft = synth.draft("gt-error")
+    try:
+        asyncio.run(run_steps(synth, draft, OracleClient()))
+        first = draft.trajectory.rounds[0]
+        calls = list(first.trace.calls)
+        calls[-1] = dataclasses.replace(calls[-1], result=wrapped)
+        first.trace = dataclasses.replace(first.trace, calls=tuple(calls))
+        with pytest.raises(Drop, match="ground_truth_error"):
+            synth.finish(draft)
+        first.error_injected = True  # a flagged error round may hold one (then replay decides)
+        with pytest.raises(Drop, match="replay_mismatch"):
+            synth.finish(draft)
+    finally:
+        draft.close()

@@ -68,6 +68,10 @@ def test_bfcl_graph_has_the_prerequisites_a_reader_expects(graph):
         graph, "message_login", "send_message"
     )
     assert ("probe", "state", True) in edges_between(graph, "cd", "cat")
+    # the list-wrapped authentication errors (core's classifier sees them as errors)
+    for tool in ("get_watchlist", "get_order_history", "get_transaction_history"):
+        assert graph.prerequisites(tool) == {"state:trading_login": {"trading_login"}}, tool
+    assert graph.prerequisites("get_user_tickets") == {"state:ticket_login": {"ticket_login"}}
 
 
 def test_bfcl_graph_constraints_are_refined_by_execution(graph):

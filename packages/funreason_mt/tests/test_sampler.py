@@ -4,7 +4,7 @@ import random
 
 import pytest
 
-from aworld_rl_core.tooluse import parse_python_calls
+from aworld_rl_core.tooluse import parse_python_calls, text_error
 from aworld_rl_funreason_mt.sampler import (
     DirectedSampler,
     SamplerConfig,
@@ -34,6 +34,7 @@ def test_every_call_is_legal_executed_and_replays(graph, space):
             for call in trace.calls:
                 assert graph.is_legal(call.tool, called), (target, call.tool, sorted(called))
                 assert not call.result.startswith("Error") and '"error"' not in call.result
+                assert text_error(call.result) is None, (target, call.call, call.result)
                 called.add(call.tool)
             # the session kept exactly the trace's calls; a fresh replay gives the same results
             assert [h.text for h in history] == [c.result for c in trace.calls]
@@ -139,3 +140,20 @@ def test_bad_config_and_target_are_named(graph, space):
         pytest.raises(ValueError, match="not among"),
     ):
         DirectedSampler(graph, space).sample(session, "cd", random.Random(0), allowed=["add"])
+
+
+@pytest.mark.parametrize(
+    ("target", "login"),
+    [
+        ("get_watchlist", "trading_login"),
+        ("get_order_history", "trading_login"),
+        ("get_transaction_history", "trading_login"),
+        ("get_user_tickets", "ticket_login"),
+    ],
+)
+def test_wrapped_auth_errors_are_errors_so_the_login_comes_first(graph, space, target, login):
+    sampler = DirectedSampler(graph, space)
+    for seed in range(3):
+        trace, _ = run(sampler, space, target, seed)
+        assert trace.reached
+        assert login in trace.tools[: trace.tools.index(target)], trace.call_strings

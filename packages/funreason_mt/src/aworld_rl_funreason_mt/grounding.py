@@ -23,7 +23,7 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from aworld_rl_core.tooluse import ToolResult
+from aworld_rl_core.tooluse import ToolResult, result_error
 from aworld_rl_funreason_mt.space import Param, Tool, mutable_defaults
 
 SOURCES = ("output", "state", "enum", "type")
@@ -486,21 +486,16 @@ def type_values(param: Param, rng: random.Random) -> list[Any]:
 
 
 def soft_failure(value: Any) -> bool:
-    """A return value that reports failure without BFCL's ``{"error": ...}`` form:
-    ``{"login_status": false, ...}``, ``{"success": false}``, ``{"symbol": "Stock not found"}``."""
-    if not isinstance(value, dict):
-        return False
-    for key, item in value.items():
-        if item is False and isinstance(key, str) and (key == "success" or key.endswith("status")):
-            return True
-        if isinstance(item, str) and "not found" in item.lower():
-            return True
-    return False
+    """A return value that reports an error or a failure in any of BFCL's shapes (core's one
+    classifier, :func:`aworld_rl_core.tooluse.result_error`): ``{"error": ...}``, list-wrapped
+    errors, failure statuses, ``{"success": false}``, ``{"symbol": "Stock not found"}``."""
+    return result_error(value) is not None
 
 
 def succeeded(result: ToolResult) -> bool:
-    """A call that ran cleanly and did not report a failure in its value."""
-    return result.ok and not soft_failure(result.value)
+    """A call that ran cleanly and did not report an error or a failure (``ToolResult.failed``,
+    core's classifier)."""
+    return not result.failed
 
 
 @dataclass(frozen=True)

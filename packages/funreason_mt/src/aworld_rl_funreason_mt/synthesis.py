@@ -55,6 +55,13 @@ from aworld_rl_funreason_mt.trajectory import (
 )
 
 
+def ground_truth_errors(trace: Trace) -> list[str]:
+    """The trace's results that report an error or a failure (core's one classifier)."""
+    from aworld_rl_core.tooluse import text_error
+
+    return [c.result for c in trace.calls if text_error(c.result) is not None]
+
+
 class Drop(Exception):
     """The record is discarded; ``reason`` is the yield counter's key."""
 
@@ -243,6 +250,9 @@ class Synthesizer:
         )
         if not draft.trace.reached:
             raise Drop("target_unreached", f"{target} after {draft.trace.tools}")
+        errors = ground_truth_errors(draft.trace)
+        if errors:  # the sampler refuses failed calls; this holds whatever made the trace
+            raise Drop("ground_truth_error", errors[0][:160])
         draft.noise = choose_noise(draft.rng)
         draft.hints, draft.attempt, draft.tool, draft.query, draft.flags = [], 0, None, "", []
         draft.inject_at = 0 if draft.rng.random() < self.config.error_rate else None
@@ -406,6 +416,10 @@ class Synthesizer:
 
     def finish(self, draft: Draft) -> Trajectory:
         """The trajectory, once its BFCL-shaped entry replays (Drop when it does not)."""
+        for n, round_ in enumerate(draft.trajectory.rounds):
+            errors = ground_truth_errors(round_.trace)
+            if errors and not round_.error_injected:
+                raise Drop("ground_truth_error", f"round {n + 1}: {errors[0][:160]}")
         verdict = replay(draft.trajectory.bfcl_entry())
         if not verdict:
             raise Drop("replay_mismatch", verdict.reason)
