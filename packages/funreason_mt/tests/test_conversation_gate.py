@@ -7,6 +7,7 @@ import tempfile
 import pytest
 from mt_doubles import OracleClient, ReverseOracle, play_in_rl_env, run_steps
 
+from aworld_rl_funreason_mt.sampler import SamplerConfig
 from aworld_rl_funreason_mt.synthesis import Drop, SynthesisConfig, Synthesizer
 from aworld_rl_funreason_mt.trajectory import check_conversation, conversation_session
 
@@ -39,20 +40,37 @@ def assert_right_by_construction(kept):
         assert final.done and final.reward == 1.0, (trajectory.id, final.info)
 
 
+# the earlier sampler (random calls after the target, targets drawn alike): reversing its rounds
+# often passes the order-free call-set match, so the gate alone has to refuse what fails BFCL
+LOOSE = SamplerConfig(after_target="random", target_choice="uniform")
+
+
 def test_reverse_order_reasoner_keeps_nothing_that_fails_the_check(space, graph):
-    kept, drops = synthesize_many(space, graph, ReverseOracle, 10, rounds=2, error_rate=0.0)
+    kept, drops = synthesize_many(
+        space, graph, ReverseOracle, 12, rounds=2, error_rate=0.0, sampler=LOOSE
+    )
     reasons = [d.detail for d in drops if d.reason == "reasoning_failed"]
     # reversing a chain breaks BFCL's checks somewhere: those rounds are refused ...
     assert any("BFCL's check of the conversation" in r for r in reasons), [str(d) for d in drops]
     # ... and whatever is kept (reversal that changes nothing, one-call rounds) passes them
     assert kept
     assert_right_by_construction(kept)
+    # with the default sampler (chains) too, with error rounds
+    kept, _ = synthesize_many(space, graph, ReverseOracle, 10, rounds=2, error_rate=0.3)
+    assert_right_by_construction(kept)
 
 
 def test_without_the_gate_the_reverse_reasoner_gets_wrong_conversations_kept(space, graph):
     """The defect the gate fixes: the order-free call-set match keeps conversations that fail."""
     kept, _ = synthesize_many(
-        space, graph, ReverseOracle, 10, rounds=2, error_rate=0.0, conversation_gate=False
+        space,
+        graph,
+        ReverseOracle,
+        12,
+        rounds=2,
+        error_rate=0.0,
+        conversation_gate=False,
+        sampler=LOOSE,
     )
     assert any(not check_conversation(t) for t in kept)
 
@@ -115,3 +133,23 @@ def test_a_round_whose_ground_truth_holds_an_error_is_dropped(space, graph):
             synth.finish(draft)
     finally:
         draft.close()
+
+
+@pytest.mark.parametrize("kind", ["transient", "auth"])
+def test_error_rounds_replay_and_score_one(space, graph, kind):
+    kept, _ = synthesize_many(
+        space, graph, lambda: None, 14, rounds=2, error_rate=1.0, error_kinds=(kind,)
+    )
+    flagged = [t for t in kept if t.error_tool_response]
+    assert flagged, "no error round was kept"
+    injected = [
+        m["content"]
+        for t in flagged
+        for r in t.rounds
+        if r.error_injected
+        for m in r.messages
+        if m["role"] == "tool"
+    ]
+    mark = "Error during execution" if kind == "transient" else "Please log in again with"
+    assert any(mark in text for text in injected)
+    assert_right_by_construction(flagged)

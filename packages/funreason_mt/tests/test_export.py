@@ -57,6 +57,17 @@ def test_write_exports_every_format(demo_trajectories, tmp_path):
     answers = [json.loads(x) for x in paths["bfcl_answers"].read_text().splitlines()]
     assert [q["id"] for q in questions] == [a["id"] for a in answers]
     assert answers[0]["ground_truth"] == demo_trajectories[0].ground_truth()
+    # error_tool_response in every export, so the card's advice (drop flagged rows) applies
+    flags = [t.error_tool_response for t in demo_trajectories]
+    assert any(flags) and not all(flags)
+    assert [r["error_tool_response"] for r in rows] == flags
+    per_turn = json.loads((paths["sharegpt"].parent / "funreason_mt_per_turn.json").read_text())
+    assert len(per_turn) == len(split)
+    assert [r["error_tool_response"] for r in per_turn] == [
+        s.metadata["error_tool_response"] for s in split
+    ]
+    assert [r.metadata["error_tool_response"] for r in read_jsonl(paths["records"])] == flags
+    assert [q["error_tool_response"] for q in questions] == flags
 
 
 def test_verl_parquet_rows_carry_the_entry(demo_trajectories, tmp_path):

@@ -99,7 +99,8 @@ def test_book_flight_chain_feeds_outputs_into_inputs(graph, space):
 
 
 def test_after_the_target_legal_tools_at_random_and_strict_mode(graph, space):
-    loose, _ = run(DirectedSampler(graph, space, SamplerConfig(calls_per_round=5)), space, "pwd", 3)
+    config = SamplerConfig(calls_per_round=5, after_target="random")
+    loose, _ = run(DirectedSampler(graph, space, config), space, "pwd", 3)
     assert loose.tools[0] == "pwd" and len(loose.calls) == 5 and loose.reached
     strict = SamplerConfig(calls_per_round=5, continue_after_target=False)
     alone, _ = run(DirectedSampler(graph, space, strict), space, "pwd", 3)
@@ -157,3 +158,39 @@ def test_wrapped_auth_errors_are_errors_so_the_login_comes_first(graph, space, t
         trace, _ = run(sampler, space, target, seed)
         assert trace.reached
         assert login in trace.tools[: trace.tools.index(target)], trace.call_strings
+
+
+def test_after_the_target_only_calls_fed_by_the_round(graph, space):
+    """The default: every call after the target takes an input from an output of the round."""
+    sampler = DirectedSampler(graph, space, SamplerConfig(calls_per_round=4))
+    after = fed = 0
+    for target in ("get_user_id", "ls", "get_stock_info", "get_ticket", "get_symbol_by_name"):
+        for seed in range(3):
+            trace, _ = run(sampler, space, target, seed)
+            index = trace.tools.index(target)
+            earlier = set(trace.tools[: index + 1])
+            for call in trace.calls[index + 1 :]:
+                after += 1
+                sources = [s for s in call.sources.values() if s.startswith("output:")]
+                assert sources, (target, call.call, call.sources)
+                fed += all(s.split(":", 1)[1] in set(trace.tools) for s in sources)
+                earlier.add(call.tool)
+    assert after > 0 and fed == after
+
+
+def test_targets_lean_toward_complex_tools(graph, space):
+    from collections import Counter
+
+    allowed = space.tools_of(["TravelAPI"])
+    draws = {}
+    for weighting in ("complexity", "uniform"):
+        rng = random.Random(0)
+        draws[weighting] = Counter(
+            choose_target(graph, allowed, rng, weighting=weighting) for _ in range(2000)
+        )
+    # book_flight (behind authenticate_travel and register_credit_card, 5+ inputs) against
+    # list_all_airports (no prerequisite, no input)
+    assert graph.depth("book_flight") >= 1 and graph.depth("list_all_airports") == 0
+    assert graph.complexity("book_flight") > 3 * graph.complexity("list_all_airports")
+    ratio = {w: d["book_flight"] / max(d["list_all_airports"], 1) for w, d in draws.items()}
+    assert ratio["complexity"] > 3 and 0.5 < ratio["uniform"] < 2

@@ -32,6 +32,31 @@ from aworld_rl_funreason_mt.tooling import TOOLING_SYSTEM
 _CALL_LINE = re.compile(r"^\d+\. (.+?)(?:   \[(.*)\])?$", re.MULTILINE)
 _FLOW = re.compile(r"\b(\w+_flow_([0-9a-f]{8}))\b")
 _REASONER_MARK = SYSTEM_TEMPLATE.split("\n", 1)[0]
+_AUTH = re.compile(r"Please log in again with (\w+),")
+_CALL_IN_MESSAGE = re.compile(r"<tool_call>\[(.*)\]</tool_call>", re.S)
+
+
+def _failed(content: str) -> bool:
+    """A tool message whose (first) result is a constructed error."""
+    return "Error during execution" in content or "the session expired" in content
+
+
+def _earlier_call(messages: list[Any], tool: str) -> str:
+    """The last call of ``tool`` an earlier assistant message made (its text), or ""."""
+    for message in reversed(messages):
+        if message.get("role") != "assistant":
+            continue
+        found = _CALL_IN_MESSAGE.search(str(message.get("content", "")))
+        if not found:
+            continue
+        try:
+            calls = parse_python_calls(f"[{found.group(1)}]")
+        except ToolCallParseError:
+            continue
+        for call in reversed(calls):
+            if call.name == tool:
+                return call.to_python()
+    return ""
 
 
 def _system(body: Mapping[str, Any]) -> str:
@@ -153,12 +178,19 @@ class DemoOracle:
         after = messages[last_user + 1 :]
         made = [m for m in after if m.get("role") == "assistant"]
         results = [m for m in after if m.get("role") == "tool"]
-        if results and "Error during execution" in str(results[-1].get("content", "")):
+        last = str(results[-1].get("content", "")) if results else ""
+        if results and _failed(last):
             retry = made[-1]["content"].split("<tool_call>", 1)[-1].split("</tool_call>", 1)[0]
+            login = _AUTH.search(last)
+            if login:  # the session expired: the earlier login call again, then the retry
+                earlier = _earlier_call(messages, login.group(1))
+                if earlier:
+                    thought = "<think>The session expired; I log in again and retry.</think>"
+                    return f"{thought}<tool_call>[{earlier}, {retry.strip()[1:-1]}]</tool_call>"
             thought = "<think>The service failed; I retry the same call.</think>"
             return f"{thought}<tool_call>{retry}</tool_call>"
         done = sum(1 for m in made if "<tool_call>" in str(m.get("content", "")))
-        done -= sum(1 for r in results if "Error during execution" in str(r.get("content", "")))
+        done -= sum(1 for r in results if _failed(str(r.get("content", ""))))
         if done < len(calls):
             step = calls[done]
             return (

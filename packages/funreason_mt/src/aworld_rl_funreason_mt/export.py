@@ -22,6 +22,8 @@ from aworld_rl_funreason_mt.trajectory import Trajectory
 
 DATA_SOURCE = "funreason_mt"
 FORMATS = ("records", "split", "sharegpt", "verl", "bfcl")
+FLAG_COLUMNS = ("error_tool_response",)
+"""Record flags every export carries (the dataset card: drop rows where it is true)."""
 
 
 def to_record(trajectory: Trajectory, *, with_tools: bool = True) -> ToolUseRecord:
@@ -119,8 +121,11 @@ def write_exports(
         paths["split"] = write_jsonl(split, out_dir / "records_per_turn.jsonl")
     if "sharegpt" in formats:
         sharegpt = out_dir / "sharegpt"
-        paths["sharegpt"] = write_sharegpt(records, sharegpt, name)
-        paths["sharegpt_per_turn"] = write_sharegpt(split, sharegpt, f"{name}_per_turn")
+        keys = FLAG_COLUMNS
+        paths["sharegpt"] = write_sharegpt(records, sharegpt, name, metadata_keys=keys)
+        paths["sharegpt_per_turn"] = write_sharegpt(
+            split, sharegpt, f"{name}_per_turn", metadata_keys=keys
+        )
     if "verl" in formats:
         rl = [_rl_record(t, r) for t, r in zip(trajectories, records, strict=True)]
         paths["verl"] = write_verl_parquet(rl, out_dir / "verl" / "train.parquet")

@@ -175,8 +175,39 @@ def compatible(leaf_type: str, param_type: str) -> bool:
     return leaf_type == param_type
 
 
+FLOW_TEXT_OUTPUTS = frozenset({"content", "lines", "text", "output", "description", "comment"})
+"""Last name words of string outputs a user passes on as text (a file's content, a ticket's
+description, a tweet's text)."""
+FLOW_TEXT_INPUTS = frozenset({"content", "message", "description", "comment"})
+"""Last name words of string inputs that take such text (a tweet, a message, a ticket body)."""
+FLOW_NUMBER_INPUTS = frozenset({"a", "b", "number", "value", "part", "whole", "base"})
+"""Numeric inputs of calculators that take any earlier number (a price, a distance)."""
+_NOT_A_QUANTITY = frozenset({"id", "count", "seed", "number", "code", "zipcode", "priority"})
+
+
+def flow_feeds(leaf: Leaf, param: Param) -> bool:
+    """Whether ``leaf`` is a value a user would pass on into ``param`` though the names differ,
+    across API classes too: text into a text body (``cat``'s ``file_content`` into
+    ``post_tweet``'s ``content``), a quantity into a calculator's operand (a stock price into
+    ``add``'s ``a``)."""
+    have = [tokens(n) for n in leaf.names]
+    wanted = tokens(param.name)
+    if not wanted or not any(have):
+        return False
+    if leaf.type == "string" and param.type == "string":
+        return wanted[-1] in FLOW_TEXT_INPUTS and any(
+            h and h[-1] in FLOW_TEXT_OUTPUTS for h in have
+        )
+    if leaf.type in ("float", "integer") and param.type in ("float", "integer", "number"):
+        return param.name in FLOW_NUMBER_INPUTS and all(
+            h and h[-1] not in _NOT_A_QUANTITY for h in have
+        )
+    return False
+
+
 def feeds(leaf: Leaf, param: Param) -> str:
-    """How ``leaf`` can fill ``param``: ``"name"``, ``"description"`` or ``""`` (it cannot)."""
+    """How ``leaf`` can fill ``param``: ``"name"``, ``"description"``, ``"flow"``
+    (:func:`flow_feeds`) or ``""`` (it cannot)."""
     if not compatible(leaf.type, param.type):
         return ""
     wanted = tokens(param.name)
@@ -192,7 +223,7 @@ def feeds(leaf: Leaf, param: Param) -> str:
         have = tokens(name)
         if (len(have) >= 2 or have[0] not in GENERIC) and f" {' '.join(have)} " in text:
             return "description"
-    return ""
+    return "flow" if flow_feeds(leaf, param) else ""
 
 
 # ---------------------------------------------------------------------------------------------

@@ -35,7 +35,14 @@ from aworld_rl_funreason_mt.graph import ToolGraph
 from aworld_rl_funreason_mt.matching import Match, MatchRule, match_round
 from aworld_rl_funreason_mt.querying import choose_noise, parse_query, querying_messages
 from aworld_rl_funreason_mt.replies import ReplyError
-from aworld_rl_funreason_mt.round_env import TRANSIENT_ERRORS, RoundEnv, round_prompt, system_prompt
+from aworld_rl_funreason_mt.round_env import (
+    ERROR_KINDS,
+    TRANSIENT_ERRORS,
+    ErrorKind,
+    RoundEnv,
+    round_prompt,
+    system_prompt,
+)
 from aworld_rl_funreason_mt.sampler import (
     DirectedSampler,
     SamplerConfig,
@@ -53,6 +60,23 @@ from aworld_rl_funreason_mt.trajectory import (
     conversation_session,
     replay,
 )
+
+
+def login_tools(graph: ToolGraph) -> dict[str, str]:
+    """tool -> the login tool that enables it (a ``state:`` prerequisite whose name says it
+    logs in or authenticates): the remedy of an ``auth`` error."""
+    from aworld_rl_funreason_mt.grounding import tokens
+
+    out: dict[str, str] = {}
+    for tool in sorted(graph.tools):
+        for group, sources in sorted(graph.prerequisites(tool).items()):
+            if not group.startswith("state"):
+                continue
+            for source in sorted(sources):
+                words = set(tokens(source))
+                if words & {"login", "authenticate"}:
+                    out.setdefault(tool, source)
+    return out
 
 
 def ground_truth_errors(trace: Trace) -> list[str]:
@@ -108,10 +132,15 @@ class SynthesisConfig:
     )
     error_rate: float = option(
         0.1,
-        help="share of rounds whose first agent call gets a constructed error response "
+        help="share of rounds where an agent call gets a constructed error response "
         "(dataset's error_tool_response; the paper's rate is unknown; 0 = none)",
         ge=0.0,
         le=1.0,
+    )
+    error_kinds: tuple[ErrorKind, ...] = option(
+        ERROR_KINDS,
+        help="kinds of constructed errors, one drawn per error round: transient (retry) and "
+        "auth (log in again with the earlier login call, then retry)",
     )
     conversation_gate: bool = option(
         True,
@@ -144,6 +173,7 @@ class Draft:
     hints: list[str] = field(default_factory=list)
     attempt: int = 0
     inject_at: int | None = None
+    error_kind: ErrorKind = "transient"
     flags: list[dict[str, Any]] = field(default_factory=list)
     detail: str = ""
     """Why the record was dropped, in full (the pipeline counts the short reason)."""
@@ -211,6 +241,7 @@ class Synthesizer:
         self.guard_action = guard_action
         self.targets = None if targets is None else sorted(set(targets) & set(space.tools))
         self.seed = seed
+        self.login_tools = login_tools(self.graph)
 
     # -- phase I -------------------------------------------------------------------------------
 
@@ -240,7 +271,12 @@ class Synthesizer:
         allowed = self.space.tools_of(draft.trajectory.classes)
         pool = None if self.targets is None else [t for t in self.targets if t in allowed]
         target = choose_target(
-            self.graph, allowed, draft.rng, pool=pool, legality=self.config.sampler.legality
+            self.graph,
+            allowed,
+            draft.rng,
+            pool=pool,
+            legality=self.config.sampler.legality,
+            weighting=self.config.sampler.target_choice,
         )
         if target is None:
             raise Drop("no_target", f"no reachable target among {draft.trajectory.classes}")
@@ -255,7 +291,11 @@ class Synthesizer:
             raise Drop("ground_truth_error", errors[0][:160])
         draft.noise = choose_noise(draft.rng)
         draft.hints, draft.attempt, draft.tool, draft.query, draft.flags = [], 0, None, "", []
-        draft.inject_at = 0 if draft.rng.random() < self.config.error_rate else None
+        draft.inject_at = None
+        if draft.rng.random() < self.config.error_rate:
+            # the position among the agent's calls, then the kind (each with its remedy)
+            draft.inject_at = draft.rng.randrange(len(draft.trace.calls))
+            draft.error_kind = draft.rng.choice(list(self.config.error_kinds))
 
     # -- phase II ------------------------------------------------------------------------------
 
@@ -311,6 +351,8 @@ class Synthesizer:
             max_steps=self.config.max_steps,
             inject_error_at=draft.inject_at,
             error_text=error,
+            error_kind=draft.error_kind,
+            login_tools=self.login_tools,
         )
 
     async def reason(
@@ -343,7 +385,7 @@ class Synthesizer:
             return "the response broke the output format"
         if not env.answered:
             return "the round ended without an answer"
-        made = [c.call for c in env.calls if c.ok]
+        made = [c.call for c in env.calls if c.ok and not c.remedy]
         verdict = match_round(
             self.config.match,
             made=made,
@@ -352,12 +394,10 @@ class Synthesizer:
             agent=env.session,
             trace_session=draft.session,
             expected_results=[c.result for c in draft.need_trace().calls],
-            agent_results=[c.result for c in env.calls if c.ok],
+            agent_results=[c.result for c in env.calls if c.ok and not c.remedy],
         )
         if not verdict.ok:
             return verdict.reason
-        if draft.inject_at is not None and not env.injected:
-            return "the constructed error response was never given"
         if self.config.conversation_gate:
             draft.trajectory.rounds.append(self._round(draft, env, episode))
             try:
