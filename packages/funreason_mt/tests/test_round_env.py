@@ -161,3 +161,14 @@ def test_state_rule_compares_states_and_results(space):
         assert ok.ok
         with pytest.raises(ValueError, match="match rule"):
             match_round("fuzzy", **kwargs)
+
+
+def test_call_set_match_takes_dict_arguments(space):
+    """BFCL's possible answers hold a dict's values as lists (a dict argument crashed the match)."""
+    docs = space.docs_of(["TicketAPI"])
+    truth = ["edit_ticket(ticket_id=1, updates={'priority': 3, 'status': 'Closed'})"]
+    assert call_set_match(truth, truth, docs).ok
+    other = call_set_match(
+        ["edit_ticket(ticket_id=1, updates={'priority': 4, 'status': 'Closed'})"], truth, docs
+    )
+    assert not other.ok and "edit_ticket" in other.reason

@@ -128,6 +128,8 @@ class ToolSpace:
         classes: Sequence[str] = BFCL_CLASSES,
         *,
         scenarios: ScenarioSource | Mapping[str, Sequence[Mapping[str, Any]]] = "builtin",
+        generated_states: int = 0,
+        seed: int = 0,
     ) -> None:
         from aworld_rl_core.tooluse.bfcl import function_docs
 
@@ -154,6 +156,11 @@ class ToolSpace:
         else:
             raise ValueError(f"scenarios must be 'builtin', 'bfcl' or a mapping, got {scenarios!r}")
         self.scenario_source = scenarios if isinstance(scenarios, str) else "custom"
+        if generated_states:  # seeded generators add states beyond the pack's
+            from aworld_rl_funreason_mt.states import generate_states
+
+            extra = generate_states(self.classes, generated_states, seed=seed)
+            pack = {c: [*(pack.get(c) or []), *extra.get(c, [])] for c in self.classes}
         self.scenarios = {c: list(pack.get(c) or [{}]) for c in self.classes}
 
     def tools_of(self, classes: Iterable[str]) -> list[str]:

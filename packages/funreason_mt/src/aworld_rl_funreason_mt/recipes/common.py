@@ -48,6 +48,14 @@ class SpaceConfig:
         "test states: a contamination risk, listed in the report)",
     )
 
+    generated_states: int = option(
+        12,
+        help="initial states drawn per class by the package's seeded generators, added to the "
+        "scenarios (0: the scenarios alone; the builtin pack holds 15 states in all)",
+        ge=0,
+    )
+    states_seed: int = option(0, help="seed of the generated initial states")
+
     def build(self) -> ToolSpace:
         unknown = [c for c in self.held_out_classes if c not in self.classes]
         if unknown:
@@ -55,7 +63,12 @@ class SpaceConfig:
         kept = tuple(c for c in self.classes if c not in self.held_out_classes)
         if not kept:
             raise ValueError("space.held_out_classes leaves no class to synthesize with")
-        return ToolSpace(kept, scenarios=self.scenarios)
+        return ToolSpace(
+            kept,
+            scenarios=self.scenarios,
+            generated_states=self.generated_states,
+            seed=self.states_seed,
+        )
 
 
 @dataclass(frozen=True, kw_only=True)

@@ -32,6 +32,7 @@ from aworld_rl_core.llm.config import LLMConfig
 from aworld_rl_core.runs import Run, RunResult
 from aworld_rl_funreason_mt.contamination import ContaminationIndex
 from aworld_rl_funreason_mt.export import FORMATS, write_exports
+from aworld_rl_funreason_mt.figures import chain_figures, chain_table
 from aworld_rl_funreason_mt.recipes.common import GraphConfig, SpaceConfig
 from aworld_rl_funreason_mt.synthesis import Draft, Drop, Retry, SynthesisConfig, Synthesizer
 from aworld_rl_funreason_mt.trajectory import Trajectory
@@ -75,6 +76,19 @@ class GuardConfig:
     max_overlap: float = option(
         0.5, help="share of a query's n-grams found in one BFCL question that flags it", gt=0, le=1
     )
+    max_reverse_overlap: float = option(
+        0.5,
+        help="share of one BFCL question's n-grams found in a query that flags it (a question "
+        "padded with context)",
+        gt=0,
+        le=1,
+    )
+    near_min_calls: int = option(
+        2,
+        help="ground truth one call longer or shorter than a BFCL turn is flagged when the shorter "
+        "of the two has at least this many calls (the same calls in any order always are)",
+        ge=1,
+    )
     action: Literal["drop", "flag"] = option(
         "drop", help="drop flagged rounds (the record), or keep them and list them in the report"
     )
@@ -89,6 +103,12 @@ class HardGenConfig:
     )
     reference_results: str = option(
         "", help="the same for the reference model (e.g. Llama-3.2-3B-Instruct)"
+    )
+
+    test_informed: bool = option(
+        False,
+        help="allow choosing targets from BFCL test results (HardGen's reading): the chosen tools "
+        "come from the test set the data is then evaluated on; off by default",
     )
 
     @property
@@ -158,13 +178,24 @@ def agent_configs(cfg: SynthesizeConfig, demo_url: str | None) -> dict[str, LLMC
 def contamination_index(cfg: GuardConfig) -> ContaminationIndex | None:
     if not cfg.enabled:
         return None
-    return ContaminationIndex.from_bfcl(n=cfg.ngram, max_overlap=cfg.max_overlap)
+    return ContaminationIndex.from_bfcl(
+        n=cfg.ngram,
+        max_overlap=cfg.max_overlap,
+        max_reverse_overlap=cfg.max_reverse_overlap,
+        near_min_calls=cfg.near_min_calls,
+    )
 
 
 def hardgen_targets(cfg: HardGenConfig) -> list[str] | None:
     """The tools both models fail on (None: HardGen mode is off)."""
     if not cfg.enabled:
         return None
+    if not cfg.test_informed:
+        raise ValueError(
+            "hardgen.target_results / reference_results pick targets from BFCL test results, "
+            "which leaks the test set into data evaluated on BFCL; set hardgen.test_informed=true "
+            "to do it anyway (HardGen's reading), or give results on data that is not BFCL's"
+        )
     if not (cfg.target_results and cfg.reference_results):
         raise ValueError("HardGen needs both hardgen.target_results and hardgen.reference_results")
     from aworld_rl_funreason_mt.hardgen import hard_tools
@@ -173,6 +204,32 @@ def hardgen_targets(cfg: HardGenConfig) -> list[str] | None:
     if not tools:
         raise ValueError("HardGen: the two models fail on no common tool; nothing to aim at")
     return tools
+
+
+def guard_table(index: ContaminationIndex, stats: Any, kept: list[Any]) -> str:
+    """The guard's figures: what it indexed, its thresholds, what it dropped and flagged."""
+    from collections import Counter
+
+    from aworld_rl_funreason_mt.contamination import FLAG_KINDS
+
+    dropped: Counter[str] = Counter()
+    for y in stats.stages.values():
+        for reason, n in y.failed.items():
+            if "contaminated:" in reason:  # "dropped: contaminated:<kind>"
+                dropped[reason.split("contaminated:", 1)[1].strip()] += n
+    flagged = Counter(f["kind"] for t in kept for r in t.rounds for f in r.flags)
+    questions, sequences = index.size
+    lines = [
+        f"Indexed: {questions} questions and {sequences} distinct ground-truth turns of every "
+        f"BFCL multi-turn category; flags at query-in-question >= {index.max_overlap}, "
+        f"question-in-query >= {index.max_reverse_overlap} ({index.n}-grams), equal calls in "
+        f"order or as a set, one call more or fewer (shorter side >= {index.near_min_calls}).",
+        "",
+        "| flag | rounds dropped | kept rounds flagged |",
+        "|---|---|---|",
+    ]
+    lines += [f"| {k} | {dropped.get(k, 0)} | {flagged.get(k, 0)} |" for k in FLAG_KINDS]
+    return "\n".join(lines) + "\n"
 
 
 def usage_table(trajectories: list[Any]) -> str:
@@ -354,9 +411,12 @@ def run(cfg: SynthesizeConfig, run: Run) -> RunResult:
     run.add_section("Yields by stage kind (all rounds)", yields_by_kind(stats) + "\n")
     run.add_section("Yields by stage", stats.table() + "\n")
     run.add_section("Classes and tools of the kept trajectories", usage_table(kept))
+    owners = {name: tool.cls for name, tool in space.tools.items()}
+    chains = chain_figures(kept, owners)
+    run.add_section("Chains and initial states of the kept rounds", chain_table(chains))
     flagged = sum(bool(r.flags) for t in kept for r in t.rounds)
-    if cfg.guard.action == "flag":
-        run.add_section("Contamination flags", f"{flagged} kept rounds resemble BFCL's test set.\n")
+    if synth.guard_index is not None:
+        run.add_section("Contamination guard", guard_table(synth.guard_index, stats, kept))
     if llm_errors:
         lines = "\n".join(f"- {c}: {e}" for c, e in llm_errors.items())
         run.add_section("Graph: LLM replies left out", lines + "\n")
@@ -369,6 +429,7 @@ def run(cfg: SynthesizeConfig, run: Run) -> RunResult:
         "error_tool_response": float(sum(t.error_tool_response for t in kept)),
         "contamination_flags": float(flagged),
         "skipped_done": float(report.jobs.skipped),
+        **{f"chains/{k}": v for k, v in chains.items()},
     }
     run.log(metrics)
     return RunResult(metrics=metrics, outputs=outputs)
