@@ -32,6 +32,14 @@ class TrajectoryData:
     tool_docs: ToolDocs = option(
         "json", help="tools in the system prompt: json (BFCL docs, as synthesized) or compact"
     )
+    held_out: float = option(
+        0.1,
+        help="share of the entries held out (a stable hash split of their ids): RL validates on "
+        "them and funreason_mt.eval scores them; training never sees them",
+        ge=0.0,
+        le=0.9,
+    )
+    split_seed: int = option(0, help="seed of the held-out split")
 
 
 @dataclass(frozen=True, kw_only=True)
