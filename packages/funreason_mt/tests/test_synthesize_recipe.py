@@ -150,3 +150,19 @@ def test_a_resume_may_raise_the_record_count(tmp_path, aworld_home):
     more, _ = demo(tmp_path, "records=3", "synthesis.rounds=1", resume=True)
     assert first.metrics["attempted"] == 2.0 and more.metrics["attempted"] == 3.0
     assert more.metrics["skipped_done"] == 2.0
+
+
+def test_trajectories_are_appended_as_they_pass(tmp_path, aworld_home, monkeypatch):
+    from aworld_rl_funreason_mt.recipes import synthesize
+
+    seen = []
+    real = synthesize.append_trajectory
+
+    def spy(path, trajectory):
+        real(path, trajectory)
+        seen.append(len(path.read_text().splitlines()))  # on disk already, one more each time
+
+    monkeypatch.setattr(synthesize, "append_trajectory", spy)
+    result, run = demo(tmp_path, "records=3", "concurrency=1")
+    assert seen == list(range(1, int(result.metrics["kept"]) + 1)) and seen
+    assert len(lines_of(run.dir / "trajectories.jsonl")) == result.metrics["kept"]

@@ -26,6 +26,7 @@ from aworld_rl_core.tooluse import ToolCallParseError, parse_python_calls
 from aworld_rl_funreason_mt.critiquing import CRITIC_SYSTEM
 from aworld_rl_funreason_mt.discovery import LLM_EDGE_SYSTEM
 from aworld_rl_funreason_mt.querying import QUERYING_SYSTEM
+from aworld_rl_funreason_mt.replies import json_after
 from aworld_rl_funreason_mt.round_env import REVIEW_MARK, SYSTEM_TEMPLATE
 from aworld_rl_funreason_mt.tooling import TOOLING_SYSTEM
 
@@ -69,18 +70,6 @@ def _last_user(body: Mapping[str, Any]) -> str:
         if message.get("role") == "user":
             return str(message.get("content", ""))
     return ""
-
-
-def _json_after(text: str, label: str, opener: str = "{") -> Any:
-    """The JSON value that follows ``label`` in ``text`` (None when there is none)."""
-    start = text.find(label)
-    begin = text.find(opener, start) if start >= 0 else -1
-    if begin < 0:
-        return None
-    try:
-        return json.JSONDecoder().raw_decode(text, begin)[0]
-    except json.JSONDecodeError:
-        return None
 
 
 class DemoOracle:
@@ -139,8 +128,8 @@ class DemoOracle:
     # -- querying ----------------------------------------------------------------------------
 
     def query(self, prompt: str) -> str:
-        tool = _json_after(prompt, "Tool:") or {}
-        values = _json_after(prompt, "Input values:") or {}
+        tool = json_after(prompt, "Tool:") or {}
+        values = json_after(prompt, "Input values:") or {}
         name = str(tool.get("name", ""))
         fingerprint = name.rsplit("_", 1)[-1]
         with self._lock:
@@ -245,7 +234,7 @@ def _spoken(value: Any) -> str:
 
 def _purpose(prompt: str, tool: str) -> str:
     """The first sentence of the last tool's own description (after BFCL's class blurb)."""
-    docs = _json_after(prompt, "Tools used:", "[")
+    docs = json_after(prompt, "Tools used:", "[")
     for doc in docs if isinstance(docs, list) else []:
         if isinstance(doc, dict) and doc.get("name") == tool:
             text = str(doc.get("description", ""))

@@ -3,10 +3,8 @@
 from __future__ import annotations
 
 import asyncio
-import json
-from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any, Literal
+from typing import Literal
 
 from aworld_rl_core.config import option
 from aworld_rl_core.llm.config import LLMConfig
@@ -122,18 +120,3 @@ async def _ask(fn, space, client):
         return await fn(space, client)
     finally:
         await client.aclose()
-
-
-def rl_rows_from_entries(
-    entries: Sequence[Mapping[str, Any]], *, tool_docs: ToolDocs = "json"
-) -> list[dict[str, Any]]:
-    """RL rows: the FunReason-MT opening (system prompt with the tools, first user turn) and
-    the entry the environment plays, as JSON (verl's parquet keeps it as one string)."""
-    from aworld_rl_funreason_mt.round_env import system_prompt
-
-    rows = []
-    for entry in entries:
-        opening = [{"role": "system", "content": system_prompt(entry["function"], tool_docs)}]
-        opening += [dict(m) for m in entry["question"][0]]
-        rows.append({"prompt": opening, "entry_id": entry["id"], "bfcl_entry": json.dumps(entry)})
-    return rows

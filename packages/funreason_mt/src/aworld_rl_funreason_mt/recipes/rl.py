@@ -18,7 +18,8 @@ from aworld_rl_core.runs import Run, RunResult
 from aworld_rl_core.tracking import TrackingConfig
 from aworld_rl_funreason_mt.data import read_entries
 from aworld_rl_funreason_mt.evaluation import split_entries
-from aworld_rl_funreason_mt.recipes.common import TrajectoryData, rl_rows_from_entries
+from aworld_rl_funreason_mt.export import rl_rows
+from aworld_rl_funreason_mt.recipes.common import TrajectoryData
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -93,8 +94,8 @@ def run(cfg: RlRecipeConfig, run: Run) -> RunResult:
     )
     if not train:
         raise ValueError(f"data.held_out={cfg.data.held_out} leaves no training entries")
-    rows = rl_rows_from_entries(train, tool_docs=cfg.data.tool_docs)
-    eval_rows = rl_rows_from_entries(held, tool_docs=cfg.data.tool_docs)
+    rows = rl_rows(train, tool_docs=cfg.data.tool_docs)
+    eval_rows = rl_rows(held, tool_docs=cfg.data.tool_docs)
     job = TrainJob(
         model=cfg.model,
         trainer=cfg.trainer,

@@ -22,6 +22,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import json
+import os
 from collections.abc import Awaitable, Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass
 from pathlib import Path
@@ -31,7 +32,7 @@ from aworld_rl_core.config import option
 from aworld_rl_core.llm.config import LLMConfig
 from aworld_rl_core.runs import Run, RunResult
 from aworld_rl_funreason_mt.contamination import ContaminationIndex
-from aworld_rl_funreason_mt.export import FORMATS, write_exports
+from aworld_rl_funreason_mt.export import DEFAULT_FORMATS, FORMATS, write_exports
 from aworld_rl_funreason_mt.figures import chain_figures, chain_table
 from aworld_rl_funreason_mt.recipes.common import GraphConfig, SpaceConfig
 from aworld_rl_funreason_mt.synthesis import Draft, Drop, Retry, SynthesisConfig, Synthesizer
@@ -138,7 +139,9 @@ class SynthesizeConfig:
     stage_attempts: int = option(
         3, help="tries of the tooling and querying stages before a record is dropped", ge=1
     )
-    exports: tuple[str, ...] = option(FORMATS, help=f"export formats ({', '.join(FORMATS)})")
+    exports: tuple[str, ...] = option(
+        DEFAULT_FORMATS, help=f"export formats ({', '.join(FORMATS)})"
+    )
 
 
 @contextlib.contextmanager
@@ -258,8 +261,21 @@ PIPELINE_FILE = "synthesis.jsonl"
 TRAJECTORIES_FILE = "trajectories.jsonl"
 
 
-def record_stages(synth: Synthesizer, cfg: SynthesizeConfig) -> list[Any]:
-    """The stages of every record: ``draft``, then five per round, then ``replay``."""
+def append_trajectory(path: Path, trajectory: Trajectory) -> None:
+    """One kept trajectory appended to ``path`` the moment it passes (flushed to disk)."""
+    with path.open("a", encoding="utf-8") as handle:
+        handle.write(json.dumps(trajectory.to_dict()) + "\n")
+        handle.flush()
+        os.fsync(handle.fileno())
+
+
+def record_stages(
+    synth: Synthesizer,
+    cfg: SynthesizeConfig,
+    on_kept: Callable[[Trajectory], None] | None = None,
+) -> list[Any]:
+    """The stages of every record: ``draft``, then five per round, then ``replay`` (which hands
+    a kept trajectory to ``on_kept``)."""
     from aworld_rl_core.pipeline import Failed, Passed, Regenerate, Stage
 
     async def start(item: Mapping[str, Any], ctx: Any) -> Any:
@@ -298,6 +314,8 @@ def record_stages(synth: Synthesizer, cfg: SynthesizeConfig) -> list[Any]:
 
     async def finish(draft: Draft, ctx: Any) -> None:
         draft.kept = synth.finish(draft)
+        if on_kept is not None:
+            on_kept(draft.kept)
 
     stages = [Stage("draft", start)]
     for r in range(1, cfg.synthesis.rounds + 1):
@@ -339,14 +357,14 @@ async def run_pipeline(
     configs: Mapping[str, LLMConfig],
     items: Iterable[Mapping[str, Any]],
     path: Path,
+    on_kept: Callable[[Trajectory], None] | None = None,
 ) -> Any:
     """Every record through its stages into ``path`` (resumable); the pipeline's report."""
     from aworld_rl_core.pipeline import Pipeline
 
     clients, owned = make_clients(configs)
-    pipeline = Pipeline(
-        record_stages(synth, cfg), clients=clients, key="key", seed=cfg.seed, serialize=serialize
-    )
+    stages = record_stages(synth, cfg, on_kept)
+    pipeline = Pipeline(stages, clients=clients, key="key", seed=cfg.seed, serialize=serialize)
     try:
         return await pipeline.run(items, path, concurrency=cfg.concurrency)
     finally:
@@ -398,9 +416,21 @@ def run(cfg: SynthesizeConfig, run: Run) -> RunResult:
     with demo_endpoint(cfg.demo) as url:
         configs = agent_configs(cfg, url)
         progress = run.progress(items, total=len(items), desc="trajectories")
-        report = asyncio.run(run_pipeline(synth, cfg, configs, progress, run.dir / PIPELINE_FILE))
+        path = run.dir / TRAJECTORIES_FILE
+        path.touch()
+        report = asyncio.run(
+            run_pipeline(
+                synth,
+                cfg,
+                configs,
+                progress,
+                run.dir / PIPELINE_FILE,
+                on_kept=lambda t: append_trajectory(path, t),
+            )
+        )
     kept = [Trajectory.from_dict(r["item"]["trajectory"]) for r in report.records if r["passed"]]
-    path = run.dir / TRAJECTORIES_FILE
+    # the pipeline's file is the record of what passed: written in record order, the appended
+    # file loses a line torn by a kill and the duplicate of a record redone after it
     path.write_text("".join(json.dumps(t.to_dict()) + "\n" for t in kept), encoding="utf-8")
     outputs["trajectories"] = path
     outputs["pipeline"] = run.dir / PIPELINE_FILE
