@@ -135,7 +135,7 @@ def test_a_round_whose_ground_truth_holds_an_error_is_dropped(space, graph):
         draft.close()
 
 
-@pytest.mark.parametrize("kind", ["transient", "auth"])
+@pytest.mark.parametrize("kind", ["transient", "auth", "not_found"])
 def test_error_rounds_replay_and_score_one(space, graph, kind):
     kept, _ = synthesize_many(
         space, graph, lambda: None, 14, rounds=2, error_rate=1.0, error_kinds=(kind,)
@@ -150,6 +150,10 @@ def test_error_rounds_replay_and_score_one(space, graph, kind):
         for m in r.messages
         if m["role"] == "tool"
     ]
-    mark = "Error during execution" if kind == "transient" else "Please log in again with"
+    mark = {
+        "transient": "Error during execution",
+        "auth": "Please log in again with",
+        "not_found": "Please look it up again with",
+    }[kind]
     assert any(mark in text for text in injected)
     assert_right_by_construction(flagged)

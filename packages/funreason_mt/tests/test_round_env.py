@@ -172,3 +172,32 @@ def test_call_set_match_takes_dict_arguments(space):
         ["edit_ticket(ticket_id=1, updates={'priority': 4, 'status': 'Closed'})"], truth, docs
     )
     assert not other.ok and "edit_ticket" in other.reason
+
+
+def test_not_found_error_names_the_lookup_that_gave_the_id(space):
+    docs = space.docs_of(["VehicleControlAPI"])
+    cls = "VehicleControlAPI"
+    session = Session([cls], space.initial_config([cls], {}))
+    env = RoundEnv(
+        session,
+        system=system_prompt(docs),
+        history=[],
+        user="q",
+        function_docs=docs,
+        inject_error_at=0,
+        error_kind="not_found",
+        producers={"estimate_distance": {"cityA": ("get_zipcode_based_on_city",)}},
+    )
+    env.reset()
+    lookup = "get_zipcode_based_on_city(city='Rivermist')"
+    env.step(f"<think>a</think><tool_call>[{lookup}]</tool_call>")
+    assert not env.injected  # the lookup takes no earlier output
+    zipcode = json.loads(env.calls[0].result)["zipcode"]
+    distance = f"estimate_distance(cityA='{zipcode}', cityB='94016')"
+    step = env.step(f"<think>b</think><tool_call>[{distance}]</tool_call>")
+    text = step.observation[0]["content"]
+    assert "not found" in text and "get_zipcode_based_on_city" in text, text
+    assert env.calls[-1].kind == "not_found"
+    env.step(f"<think>c</think><tool_call>[{lookup}, {distance}]</tool_call>")
+    assert [c.remedy for c in env.calls] == [False, False, True, False]
+    assert [c.ok for c in env.calls] == [True, False, True, True]

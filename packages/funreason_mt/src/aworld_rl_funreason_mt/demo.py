@@ -33,13 +33,16 @@ from aworld_rl_funreason_mt.tooling import TOOLING_SYSTEM
 _CALL_LINE = re.compile(r"^\d+\. (.+?)(?:   \[(.*)\])?$", re.MULTILINE)
 _FLOW = re.compile(r"\b(\w+_flow_([0-9a-f]{8}))\b")
 _REASONER_MARK = SYSTEM_TEMPLATE.split("\n", 1)[0]
-_AUTH = re.compile(r"Please log in again with (\w+),")
+_AUTH = re.compile(r"Please (?:log|look it) (?:in|up) again with (\w+),")
 _CALL_IN_MESSAGE = re.compile(r"<tool_call>\[(.*)\]</tool_call>", re.S)
 
 
 def _failed(content: str) -> bool:
     """A tool message whose (first) result is a constructed error."""
-    return "Error during execution" in content or "the session expired" in content
+    return any(
+        mark in content
+        for mark in ("Error during execution", "the session expired", "(the record may be stale)")
+    )
 
 
 def _earlier_call(messages: list[Any], tool: str) -> str:
@@ -174,7 +177,7 @@ class DemoOracle:
             if login:  # the session expired: the earlier login call again, then the retry
                 earlier = _earlier_call(messages, login.group(1))
                 if earlier:
-                    thought = "<think>The session expired; I log in again and retry.</think>"
+                    thought = "<think>I repeat the step the error names, then retry.</think>"
                     return f"{thought}<tool_call>[{earlier}, {retry.strip()[1:-1]}]</tool_call>"
             thought = "<think>The service failed; I retry the same call.</think>"
             return f"{thought}<tool_call>{retry}</tool_call>"

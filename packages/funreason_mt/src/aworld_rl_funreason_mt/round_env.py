@@ -63,10 +63,15 @@ AUTH_ERROR = (
     "Error: User not authenticated (the session expired). Please log in again with {login}, "
     "then retry the call."
 )
-ErrorKind = Literal["transient", "auth"]
-ERROR_KINDS: tuple[ErrorKind, ...] = ("transient", "auth")
+NOT_FOUND_ERROR = (
+    "Error: {param} {value} not found (the record may be stale). Please look it up again with "
+    "{lookup}, then retry the call."
+)
+ErrorKind = Literal["transient", "auth", "not_found"]
+ERROR_KINDS: tuple[ErrorKind, ...] = ("transient", "auth", "not_found")
 """Constructed error responses and their remedies: ``transient`` (a timeout, a 503: retry the
-call), ``auth`` (the session expired: log in again with the earlier login call, then retry)."""
+call), ``auth`` (the session expired: log in again with the earlier login call, then retry),
+``not_found`` (an id an earlier call returned is not found: repeat that lookup, then retry)."""
 
 
 ToolDocs = Literal["json", "compact"]
@@ -122,6 +127,7 @@ class RoundEnv:
         error_text: str = TRANSIENT_ERRORS[0],
         error_kind: ErrorKind = "transient",
         login_tools: Mapping[str, str] | None = None,
+        producers: Mapping[str, Mapping[str, Sequence[str]]] | None = None,
     ) -> None:
         if max_steps < 1:
             raise ValueError(f"max_steps must be >= 1, got {max_steps}")
@@ -139,6 +145,8 @@ class RoundEnv:
         self.error_kind = error_kind
         self._remedy: Call | None = None
         self.login_tools = dict(login_tools or {})
+        self.producers = {t: dict(p) for t, p in (producers or {}).items()}
+        """tool -> parameter -> tools whose output fills it (``not_found`` errors)."""
         """tool -> the login tool of its class (``auth`` errors)."""
         signatures = signatures_from_tools([dict(d) for d in function_docs])
         self._parse = get_parser("think_tool_python", allow_both=False, signatures=signatures)
@@ -175,12 +183,11 @@ class RoundEnv:
 
     def _execute(self, call: Call) -> str:
         due = self.inject_error_at is not None and len(self.calls) >= self.inject_error_at
-        text = self._error_for(call) if due and not self.injected else None
+        error = self._error_for(call) if due and not self.injected else None
         result = self.session.run(call)
-        if text is not None and result.ok and not result.failed:
+        if error is not None and result.ok and not result.failed:
+            text, self._remedy = error
             self.calls.append(ExecutedCall(call.to_python(), text, False, True, self.error_kind))
-            if self.error_kind == "auth":
-                self._remedy = self._earlier_login(call.name)
             return text
         remedy = self._remedy is not None and call.to_python() == self._remedy.to_python()
         if remedy:
@@ -188,18 +195,26 @@ class RoundEnv:
         self.calls.append(ExecutedCall(call.to_python(), result.text, result.ok, remedy=remedy))
         return result.text
 
-    def _error_for(self, call: Call) -> str | None:
-        """The constructed error for ``call`` when it (and, for ``auth``, the remedy's login
-        call) leaves every state unchanged, else None (the injection waits for a later call)."""
-        calls = [call]
+    def _error_for(self, call: Call) -> tuple[str, Call | None] | None:
+        """The constructed error for ``call`` and the call its remedy repeats, when the call
+        (after that remedy) leaves every state unchanged; else None (the injection waits for a
+        later call)."""
+        remedy: Call | None = None
         text = self.error_text
         if self.error_kind == "auth":
-            login = self._earlier_login(call.name)
-            if login is None:
+            remedy = self._earlier_login(call.name)
+            if remedy is None:
                 return None
-            calls = [login, call]
-            text = AUTH_ERROR.format(login=login.name)
-        return text if self._neutral(calls) else None
+            text = AUTH_ERROR.format(login=remedy.name)
+        elif self.error_kind == "not_found":
+            found = self._earlier_lookup(call)
+            if found is None:
+                return None
+            param, remedy = found
+            value = call.arguments[param]
+            text = NOT_FOUND_ERROR.format(param=param, value=repr(value), lookup=remedy.name)
+        calls = [call] if remedy is None else [remedy, call]
+        return (text, remedy) if self._neutral(calls) else None
 
     def _earlier_login(self, tool: str) -> Call | None:
         login = self.login_tools.get(tool)
@@ -208,6 +223,18 @@ class RoundEnv:
         for item in reversed(self.session.history):
             if item.call.name == login and item.ok:
                 return item.call
+        return None
+
+    def _earlier_lookup(self, call: Call) -> tuple[str, Call] | None:
+        """(parameter, the earlier call whose result holds its value) for an input of ``call``
+        that an earlier call produced."""
+        for param, producers in sorted(self.producers.get(call.name, {}).items()):
+            value = call.arguments.get(param)
+            if value is None or isinstance(value, (bool, list, dict)):
+                continue
+            for item in reversed(self.session.history):
+                if item.call.name in producers and item.ok and str(value) in item.text:
+                    return param, item.call
         return None
 
     def _neutral(self, calls: Sequence[Call]) -> bool:

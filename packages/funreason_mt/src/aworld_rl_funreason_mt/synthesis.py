@@ -79,6 +79,17 @@ def login_tools(graph: ToolGraph) -> dict[str, str]:
     return out
 
 
+def producers(graph: ToolGraph) -> dict[str, dict[str, tuple[str, ...]]]:
+    """tool -> input -> the tools whose output fills it (hard ``param:`` prerequisite groups):
+    the lookups a ``not_found`` error's remedy repeats."""
+    out: dict[str, dict[str, tuple[str, ...]]] = {}
+    for tool in sorted(graph.tools):
+        for group, sources in graph.prerequisites(tool).items():
+            if group.startswith("param:"):
+                out.setdefault(tool, {})[group.split(":", 1)[1]] = tuple(sorted(sources))
+    return out
+
+
 def ground_truth_errors(trace: Trace) -> list[str]:
     """The trace's results that report an error or a failure (core's one classifier)."""
     from aworld_rl_core.tooluse import text_error
@@ -139,8 +150,9 @@ class SynthesisConfig:
     )
     error_kinds: tuple[ErrorKind, ...] = option(
         ERROR_KINDS,
-        help="kinds of constructed errors, one drawn per error round: transient (retry) and "
-        "auth (log in again with the earlier login call, then retry)",
+        help="kinds of constructed errors, one drawn per error round: transient (retry), auth "
+        "(log in again with the earlier login call, then retry) and not_found (repeat the "
+        "lookup that gave the id, then retry)",
     )
     conversation_gate: bool = option(
         True,
@@ -242,6 +254,7 @@ class Synthesizer:
         self.targets = None if targets is None else sorted(set(targets) & set(space.tools))
         self.seed = seed
         self.login_tools = login_tools(self.graph)
+        self.producers = producers(self.graph)
 
     # -- phase I -------------------------------------------------------------------------------
 
@@ -353,6 +366,7 @@ class Synthesizer:
             error_text=error,
             error_kind=draft.error_kind,
             login_tools=self.login_tools,
+            producers=self.producers,
         )
 
     async def reason(
