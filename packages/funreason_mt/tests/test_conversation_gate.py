@@ -157,3 +157,17 @@ def test_error_rounds_replay_and_score_one(space, graph, kind):
     }[kind]
     assert any(mark in text for text in injected)
     assert_right_by_construction(flagged)
+
+
+def test_a_left_out_shared_default_is_refused():
+    """bfcl-eval's executor shares post_tweet's default lists between calls (and between the
+    model's and the ground truth's instances), core copies them: only calls that give them are
+    judged alike, so a conversation that leaves one out is not kept."""
+    from aworld_rl_funreason_mt.trajectory import shared_defaults_left_out
+
+    classes = ["TwitterAPI", "MathAPI"]
+    assert (
+        shared_defaults_left_out(["post_tweet(content='x')"], classes) == "post_tweet(content='x')"
+    )
+    given = "post_tweet(content='x', tags=[], mentions=[])"
+    assert shared_defaults_left_out([given, "add(a=1, b=2)"], classes) == ""

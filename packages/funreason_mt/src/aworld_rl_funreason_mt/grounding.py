@@ -616,16 +616,22 @@ class Grounder:
         arguments: dict[str, Any] = {}
         sources: dict[str, str] = {}
         for param in tool.params.values():
-            if param.name in explicit and rng.random() >= self.optional_rate:
-                # BFCL post_tweet shares its list defaults between calls: write them out
+            # BFCL's post_tweet shares its list defaults between calls (and between the model's
+            # and the ground truth's instances in bfcl-eval's process): never leave one out
+            shared = param.name in explicit
+            if shared and rng.random() >= self.optional_rate:
                 arguments[param.name], sources[param.name] = explicit[param.name](), "default"
                 continue
             if not param.required and rng.random() >= self.optional_rate:
+                if shared:
+                    arguments[param.name], sources[param.name] = explicit[param.name](), "default"
                 continue
             options = self.candidates(tool, param, instance, arguments, outputs, rng)
             if not options:
                 if param.required:
                     return None
+                if shared:
+                    arguments[param.name], sources[param.name] = explicit[param.name](), "default"
                 continue
             fed = [o for o in options if o[1].startswith("output:")]
             fed = [o for o in fed if o[0] not in arguments.values()] or fed  # cityA != cityB

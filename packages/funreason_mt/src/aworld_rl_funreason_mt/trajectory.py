@@ -227,11 +227,42 @@ def check_conversation(trajectory: Trajectory) -> Replay:
 
     if not trajectory.rounds:
         return Replay(True)
+    for calls in trajectory.conversation_calls():
+        omitted = shared_defaults_left_out(calls, trajectory.classes)
+        if omitted:
+            return Replay(
+                False,
+                f"{omitted} leaves out a list argument whose default BFCL's executor shares "
+                "between calls: its result depends on the process's history; give the argument",
+            )
     bfcl = entry_from_raw(trajectory.bfcl_entry())
     verdict = judge_multi_turn(bfcl, trajectory.conversation_calls())
     if not verdict.valid:
         return Replay(False, f"BFCL's check of the conversation: {verdict.reason}")
     return Replay(True)
+
+
+def shared_defaults_left_out(calls: Sequence[str], classes: Sequence[str]) -> str:
+    """The first call that leaves out a parameter whose default is a mutable list or dict (BFCL's
+    ``post_tweet(tags=[], mentions=[])``: bfcl-eval's executor shares that object between every
+    call in its process, core's copies it, so only a call that gives it is judged alike), or
+    ""."""
+    from aworld_rl_core.tooluse import parse_python_calls
+    from aworld_rl_core.tooluse.bfcl.apis import api_class
+    from aworld_rl_funreason_mt.space import mutable_defaults
+
+    owners = [api_class(c) for c in classes]
+    for text in calls:
+        try:
+            parsed = parse_python_calls(text)
+        except ValueError:
+            continue
+        for call in parsed:
+            method = next((getattr(o, call.name) for o in owners if hasattr(o, call.name)), None)
+            shared = mutable_defaults(method)
+            if set(shared) - set(call.arguments) and not call.positional:
+                return text
+    return ""
 
 
 def conversation_session(trajectory: Trajectory, *, entry_id: str | None = None) -> Session:
