@@ -135,7 +135,7 @@ def test_a_round_whose_ground_truth_holds_an_error_is_dropped(space, graph):
         draft.close()
 
 
-@pytest.mark.parametrize("kind", ["transient", "auth", "not_found"])
+@pytest.mark.parametrize("kind", ["transient", "auth", "not_found", "missing_argument"])
 def test_error_rounds_replay_and_score_one(space, graph, kind):
     kept, _ = synthesize_many(
         space, graph, lambda: None, 14, rounds=2, error_rate=1.0, error_kinds=(kind,)
@@ -154,6 +154,7 @@ def test_error_rounds_replay_and_score_one(space, graph, kind):
         "transient": "Error during execution",
         "auth": "Please log in again with",
         "not_found": "Please look it up again with",
+        "missing_argument": "missing 1 required argument",
     }[kind]
     assert any(mark in text for text in injected)
     assert_right_by_construction(flagged)

@@ -67,11 +67,16 @@ NOT_FOUND_ERROR = (
     "Error: {param} {value} not found (the record may be stale). Please look it up again with "
     "{lookup}, then retry the call."
 )
-ErrorKind = Literal["transient", "auth", "not_found"]
-ERROR_KINDS: tuple[ErrorKind, ...] = ("transient", "auth", "not_found")
+MISSING_ARGUMENT_ERROR = (
+    "Error during execution: {tool}() missing 1 required argument: '{param}' (the request "
+    "arrived truncated). Send the call again with every argument."
+)
+ErrorKind = Literal["transient", "auth", "not_found", "missing_argument"]
+ERROR_KINDS: tuple[ErrorKind, ...] = ("transient", "auth", "not_found", "missing_argument")
 """Constructed error responses and their remedies: ``transient`` (a timeout, a 503: retry the
 call), ``auth`` (the session expired: log in again with the earlier login call, then retry),
-``not_found`` (an id an earlier call returned is not found: repeat that lookup, then retry)."""
+``not_found`` (an id an earlier call returned is not found: repeat that lookup, then retry),
+``missing_argument`` (a required argument did not arrive: send the whole call again)."""
 
 
 ToolDocs = Literal["json", "compact"]
@@ -149,6 +154,10 @@ class RoundEnv:
         """tool -> parameter -> tools whose output fills it (``not_found`` errors)."""
         """tool -> the login tool of its class (``auth`` errors)."""
         signatures = signatures_from_tools([dict(d) for d in function_docs])
+        self.required = {
+            d["name"]: tuple((d.get("parameters") or {}).get("required") or ())
+            for d in function_docs
+        }
         self._parse = get_parser("think_tool_python", allow_both=False, signatures=signatures)
         self.calls: list[ExecutedCall] = []
         self.format_errors = 0
@@ -213,6 +222,11 @@ class RoundEnv:
             param, remedy = found
             value = call.arguments[param]
             text = NOT_FOUND_ERROR.format(param=param, value=repr(value), lookup=remedy.name)
+        elif self.error_kind == "missing_argument":
+            required = [p for p in self.required.get(call.name, ()) if p in call.arguments]
+            if not required:
+                return None
+            text = MISSING_ARGUMENT_ERROR.format(tool=call.name, param=required[0])
         calls = [call] if remedy is None else [remedy, call]
         return (text, remedy) if self._neutral(calls) else None
 

@@ -151,8 +151,8 @@ class SynthesisConfig:
     error_kinds: tuple[ErrorKind, ...] = option(
         ERROR_KINDS,
         help="kinds of constructed errors, one drawn per error round: transient (retry), auth "
-        "(log in again with the earlier login call, then retry) and not_found (repeat the "
-        "lookup that gave the id, then retry)",
+        "(log in again with the earlier login call, then retry), not_found (repeat the "
+        "lookup that gave the id, then retry) and missing_argument (send the whole call again)",
     )
     conversation_gate: bool = option(
         True,
