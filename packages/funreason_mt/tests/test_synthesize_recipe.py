@@ -122,6 +122,17 @@ def test_packaged_demo_trajectories_still_replay():
     for entry in entries:
         verdict = replay(entry)
         assert verdict, (entry["id"], verdict.reason)
+    # the kept conversations pass the gate, and no ground truth holds an unflagged error (the
+    # earlier packaged data had trading_logout's failure status and a wrapped auth error)
+    from aworld_rl_funreason_mt.data import _rows
+    from aworld_rl_funreason_mt.synthesis import ground_truth_errors
+    from aworld_rl_funreason_mt.trajectory import check_conversation
+
+    for row in _rows(DEMO_TRAJECTORIES):
+        trajectory = Trajectory.from_dict(row)
+        assert check_conversation(trajectory), trajectory.id
+        for round_ in trajectory.rounds:
+            assert round_.error_injected or not ground_truth_errors(round_.trace)
 
 
 def test_packaged_entries_play_in_core_bfcl_prompting_env():
