@@ -140,3 +140,13 @@ def test_a_closed_pipe_ends_quietly():
         assert reader.readline().startswith("aworld-run core.grpo")
     _, err = proc.communicate(timeout=120)
     assert (proc.returncode, err) == (0, "")
+
+
+def test_preset_name_with_a_same_named_folder_in_the_cwd(demo_registry, tmp_path, monkeypatch):
+    """`--preset tiny-cpu` with a `tiny-cpu/` folder in the working directory is the preset."""
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "tiny-cpu").mkdir()
+    out_dir = tmp_path / "run"
+    code = cli.main(["demo.count", "--preset", "tiny-cpu", "--output-dir", str(out_dir), "--quiet"])
+    assert code == 0
+    assert yaml.safe_load((out_dir / "config.yaml").read_text())["steps"] == 4

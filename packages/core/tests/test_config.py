@@ -234,3 +234,20 @@ def test_a_config_without_some_keys_names_where_they_are_set():
     assert full.rl.kl_estimator == RLConfig().kl_estimator
     with pytest.raises(ConfigError, match="batch_size: must be >= 1"):
         rebuild(TrainerConfig, narrow, {"batch_size": 0})
+
+
+def test_a_preset_name_never_resolves_to_a_folder_or_file_in_the_cwd(tmp_path, monkeypatch):
+    """``--preset tiny-cpu`` with a ``tiny-cpu`` folder (or extension-less file) in the working
+    directory still means the recipe's preset; paths are paths only when they look like one."""
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "tiny-cpu").mkdir()
+    (tmp_path / "paper").write_text("steps: 999\n")
+    assert load_config(CountConfig, preset="tiny-cpu", presets=PRESETS).name == "tiny"
+    assert load_config(CountConfig, preset="paper", presets=PRESETS).steps != 999
+    # a path that looks like one is a path: a folder is not a preset file
+    with pytest.raises(ConfigError, match="does not exist"):
+        load_config(CountConfig, preset="./tiny-cpu", presets=PRESETS)
+    assert load_config(CountConfig, preset="./paper", presets=PRESETS).steps == 999
+    (tmp_path / "mine").write_text("steps: 5\n")
+    with pytest.raises(ConfigError, match=r"give it as \./mine"):
+        load_config(CountConfig, preset="mine", presets=PRESETS)

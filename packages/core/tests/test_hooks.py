@@ -36,6 +36,10 @@ class Everything:
     def register_recipes(self, register):
         register("t.recipe", config="demo_plugin:CountConfig", run="demo_plugin:run", presets="")
 
+    @hookimpl
+    def register_api_classes(self, register):
+        register("TCounter", "collections:Counter", docs=[{"name": "update", "parameters": {}}])
+
 
 def _registry():
     return registry.build_registry(extra=[("t", Everything())], entry_points=False)
@@ -73,6 +77,16 @@ def test_hook_register_recipes():
     with registry.use_registry(_registry()):
         entry = registry.get_recipe("t.recipe")
         assert entry.config_cls() is sys.modules["demo_plugin"].CountConfig
+
+
+def test_hook_register_api_classes():
+    from collections import Counter
+
+    from aworld_rl_core.tooluse.bfcl.apis import api_class, registered_docs
+
+    with registry.use_registry(_registry()):
+        assert api_class("TCounter") is Counter
+        assert registered_docs("TCounter") == [{"name": "update", "parameters": {}}]
 
 
 def test_every_hook_is_documented_and_tested():

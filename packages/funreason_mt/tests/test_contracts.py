@@ -14,6 +14,7 @@ class TestPlugin(PluginContract):
             "funreason_mt.synthesize",
             "funreason_mt.sft",
             "funreason_mt.rl",
+            "funreason_mt.eval",
         ],
         "datasets": ["funreason_mt.trajectories"],
     }
@@ -83,8 +84,21 @@ class TestRlRecipe(RecipeContract):
 
     def check_result(self, result, run_dir):
         assert result.metrics["train_entries"] == 1.0 and result.metrics["global_step"] == 1
+        assert result.metrics["held_out_entries"] >= 1.0  # validation on held-out rows
         assert result.checkpoints and result.checkpoints[-1].exists()
         steps = [json.loads(line) for line in (run_dir / "metrics.jsonl").read_text().splitlines()]
         played = [s for s in steps if "episode/turns" in s]
         assert played and played[0]["episode/turns"] >= 1  # episodes ran in core's BFCL env
         assert played[0]["reward_mean"] == 0.0  # a random tiny model never earns the binary reward
+
+
+class TestEvalRecipe(RecipeContract):
+    """tiny-cpu: the entries' ground truth through BFCL's protocol (a 100% pipeline check)."""
+
+    recipe = "funreason_mt.eval"
+
+    def check_result(self, result, run_dir):
+        assert result.metrics["bfcl/accuracy/average"] == 1.0
+        assert result.metrics["held_out/accuracy/average"] == 1.0
+        assert (run_dir / "bfcl" / "scores.json").exists()
+        assert "Held-out synthesized entries" in (run_dir / "report.md").read_text()

@@ -5,7 +5,13 @@ import json
 import pytest
 
 from aworld_rl_core.records import read_jsonl, to_sharegpt
-from aworld_rl_funreason_mt.export import rl_rows, split_per_turn, to_record, write_exports
+from aworld_rl_funreason_mt.export import (
+    expand_per_turn,
+    rl_rows,
+    split_per_turn,
+    to_record,
+    write_exports,
+)
 
 
 def test_record_carries_the_conversation_truth_and_flag(demo_trajectories):
@@ -44,19 +50,41 @@ def test_split_ends_each_sample_with_its_assistant_turn(demo_trajectories):
 def test_write_exports_every_format(demo_trajectories, tmp_path):
     paths = write_exports(demo_trajectories, tmp_path)
     assert len(read_jsonl(paths["records"])) == len(demo_trajectories)
-    split = read_jsonl(paths["split"])
+    refs = [json.loads(x) for x in paths["split"].read_text().splitlines()]
+    records = read_jsonl(paths["records"])
+    split = expand_per_turn(records, refs)
     assert len(split) == sum(len(to_record(t).assistant_indices()) for t in demo_trajectories)
+    # the per-turn file holds references: the system prompt is stored once per conversation
+    assert [s.messages for s in split] == [p.messages for r in records for p in split_per_turn(r)]
+    system = records[0].messages[0]["content"]
+    assert len(system) > 5000 and system not in paths["split"].read_text()
+    assert paths["split"].stat().st_size < paths["records"].stat().st_size / 20
     # LLaMA-Factory: alternating turns, the dataset registered in dataset_info.json
     rows = json.loads(paths["sharegpt"].read_text())
     assert all(r["conversations"][0]["from"] == "human" for r in rows)
     assert {"observation", "gpt"} <= {t["from"] for r in rows for t in r["conversations"]}
     info = json.loads((paths["sharegpt"].parent / "dataset_info.json").read_text())
-    assert set(info) == {"funreason_mt", "funreason_mt_per_turn"}
+    assert set(info) == {"funreason_mt"}  # the per-turn copy is on request
     # BFCL layout: questions and possible answers pair by id
     questions = [json.loads(x) for x in paths["bfcl"].read_text().splitlines()]
     answers = [json.loads(x) for x in paths["bfcl_answers"].read_text().splitlines()]
     assert [q["id"] for q in questions] == [a["id"] for a in answers]
     assert answers[0]["ground_truth"] == demo_trajectories[0].ground_truth()
+    # error_tool_response in every export, so the card's advice (drop flagged rows) applies
+    flags = [t.error_tool_response for t in demo_trajectories]
+    assert any(flags) and not all(flags)
+    assert [r["error_tool_response"] for r in rows] == flags
+    more = write_exports(demo_trajectories, tmp_path / "more", formats=["sharegpt_per_turn"])
+    per_turn = json.loads(more["sharegpt_per_turn"].read_text())
+    assert len(per_turn) == len(split)
+    assert [r["error_tool_response"] for r in per_turn] == [
+        s.metadata["error_tool_response"] for s in split
+    ]
+    assert [r.metadata["error_tool_response"] for r in records] == flags
+    assert {r["record"]: r["error_tool_response"] for r in refs} == {
+        r.id: r.metadata["error_tool_response"] for r in records
+    }
+    assert [q["error_tool_response"] for q in questions] == flags
 
 
 def test_verl_parquet_rows_carry_the_entry(demo_trajectories, tmp_path):

@@ -26,9 +26,16 @@ def test_paper_preset_dry_run_writes_verl_rows_and_launch(tmp_path, aworld_home)
     result, run = execute(
         "funreason_mt.rl", entry.run_fn(), cfg, output_dir=tmp_path / "run", quiet=True
     )
-    assert result.metrics["train_entries"] == 6.0
+    # one of the six entries is held out: verl validates on it, never trains on it
+    assert result.metrics["train_entries"] == 5.0 and result.metrics["held_out_entries"] == 1.0
     rows = pq.read_table(next(run.dir.rglob("train.parquet"))).to_pylist()
-    assert len(rows) == 6 and rows[0]["agent_name"] == "aworld_env"
+    assert len(rows) == 5 and rows[0]["agent_name"] == "aworld_env"
+    val = pq.read_table(next(run.dir.rglob("val.parquet"))).to_pylist()
+    held_id = json.loads(json.loads(val[0]["extra_info"]["aworld"])["task"]["bfcl_entry"])["id"]
+    trained = {
+        json.loads(json.loads(r["extra_info"]["aworld"])["task"]["bfcl_entry"])["id"] for r in rows
+    }
+    assert len(val) == 1 and held_id not in trained and len(trained) == 5
     launch = json.loads(next(run.dir.rglob("verl_launch.json")).read_text())
     overrides = dict(o.split("=", 1) for o in launch["overrides"])
     assert overrides["actor_rollout_ref.model.path"] == "Qwen/Qwen3-4B-Instruct-2507"

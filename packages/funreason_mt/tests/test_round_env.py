@@ -61,15 +61,46 @@ def test_format_errors_and_the_step_cap(space):
     assert last.done and last.info["truncated"] and env.format_errors == 1
 
 
-def test_injected_error_replaces_the_first_call_and_runs_nothing(space):
+def test_injected_error_waits_for_a_call_that_leaves_the_state_and_is_executed(space):
     env = make_env(space, inject_error_at=0)
     env.reset()
-    step = env.step("<think>a</think><tool_call>[add_contact(user_name='Ines')]</tool_call>")
+    # add_contact changes the state: a constructed error would not replay, so none is given
+    first = env.step("<think>a</think><tool_call>[add_contact(user_name='Ines')]</tool_call>")
+    assert "USR005" in first.observation[0]["content"] and not env.injected
+    # list_users leaves it as it was: it gets the error, and it ran (the recorded execution)
+    step = env.step("<think>b</think><tool_call>[list_users()]</tool_call>")
     assert "Error during execution" in step.observation[0]["content"]
-    assert "Ines" not in env.session.instances["MessageAPI"].user_map
-    env.step("<think>retry</think><tool_call>[add_contact(user_name='Ines')]</tool_call>")
-    assert "Ines" in env.session.instances["MessageAPI"].user_map
-    assert env.injected and [c.ok for c in env.calls] == [False, True]
+    assert [item.call.name for item in env.session.history] == ["add_contact", "list_users"]
+    env.step("<think>retry</think><tool_call>[list_users()]</tool_call>")
+    assert env.injected and [c.ok for c in env.calls] == [True, False, True]
+    assert env.calls[1].kind == "transient"
+
+
+def test_auth_error_names_the_login_and_needs_an_earlier_one(space):
+    docs = space.docs_of(["MessageAPI"])
+    session = Session(["MessageAPI"], space.initial_config(["MessageAPI"], {}))
+    env = RoundEnv(
+        session,
+        system=system_prompt(docs),
+        history=[],
+        user="q",
+        function_docs=docs,
+        inject_error_at=0,
+        error_kind="auth",
+        login_tools={"view_messages_sent": "message_login"},
+    )
+    env.reset()
+    # no login yet: nothing to remedy with, so no auth error
+    env.step("<think>a</think><tool_call>[view_messages_sent()]</tool_call>")
+    assert not env.injected
+    login = "message_login(user_id='USR001')"
+    env.step(f"<think>b</think><tool_call>[{login}]</tool_call>")
+    step = env.step("<think>c</think><tool_call>[view_messages_sent()]</tool_call>")
+    text = step.observation[0]["content"]
+    assert "not authenticated" in text and "message_login" in text and env.injected
+    assert env.calls[-1].kind == "auth"
+    with pytest.raises(ValueError, match="error_kind"):
+        RoundEnv(session, system="", history=[], user="", function_docs=docs, error_kind="x")
 
 
 def test_round_prompt_carries_the_advanced_tool_and_every_hint():
@@ -130,3 +161,43 @@ def test_state_rule_compares_states_and_results(space):
         assert ok.ok
         with pytest.raises(ValueError, match="match rule"):
             match_round("fuzzy", **kwargs)
+
+
+def test_call_set_match_takes_dict_arguments(space):
+    """BFCL's possible answers hold a dict's values as lists (a dict argument crashed the match)."""
+    docs = space.docs_of(["TicketAPI"])
+    truth = ["edit_ticket(ticket_id=1, updates={'priority': 3, 'status': 'Closed'})"]
+    assert call_set_match(truth, truth, docs).ok
+    other = call_set_match(
+        ["edit_ticket(ticket_id=1, updates={'priority': 4, 'status': 'Closed'})"], truth, docs
+    )
+    assert not other.ok and "edit_ticket" in other.reason
+
+
+def test_not_found_error_names_the_lookup_that_gave_the_id(space):
+    docs = space.docs_of(["VehicleControlAPI"])
+    cls = "VehicleControlAPI"
+    session = Session([cls], space.initial_config([cls], {}))
+    env = RoundEnv(
+        session,
+        system=system_prompt(docs),
+        history=[],
+        user="q",
+        function_docs=docs,
+        inject_error_at=0,
+        error_kind="not_found",
+        producers={"estimate_distance": {"cityA": ("get_zipcode_based_on_city",)}},
+    )
+    env.reset()
+    lookup = "get_zipcode_based_on_city(city='Rivermist')"
+    env.step(f"<think>a</think><tool_call>[{lookup}]</tool_call>")
+    assert not env.injected  # the lookup takes no earlier output
+    zipcode = json.loads(env.calls[0].result)["zipcode"]
+    distance = f"estimate_distance(cityA='{zipcode}', cityB='94016')"
+    step = env.step(f"<think>b</think><tool_call>[{distance}]</tool_call>")
+    text = step.observation[0]["content"]
+    assert "not found" in text and "get_zipcode_based_on_city" in text, text
+    assert env.calls[-1].kind == "not_found"
+    env.step(f"<think>c</think><tool_call>[{lookup}, {distance}]</tool_call>")
+    assert [c.remedy for c in env.calls] == [False, False, True, False]
+    assert [c.ok for c in env.calls] == [True, False, True, True]

@@ -4,7 +4,7 @@ import random
 
 import pytest
 
-from aworld_rl_core.tooluse import parse_python_calls
+from aworld_rl_core.tooluse import parse_python_calls, text_error
 from aworld_rl_funreason_mt.sampler import (
     DirectedSampler,
     SamplerConfig,
@@ -34,6 +34,7 @@ def test_every_call_is_legal_executed_and_replays(graph, space):
             for call in trace.calls:
                 assert graph.is_legal(call.tool, called), (target, call.tool, sorted(called))
                 assert not call.result.startswith("Error") and '"error"' not in call.result
+                assert text_error(call.result) is None, (target, call.call, call.result)
                 called.add(call.tool)
             # the session kept exactly the trace's calls; a fresh replay gives the same results
             assert [h.text for h in history] == [c.result for c in trace.calls]
@@ -98,7 +99,8 @@ def test_book_flight_chain_feeds_outputs_into_inputs(graph, space):
 
 
 def test_after_the_target_legal_tools_at_random_and_strict_mode(graph, space):
-    loose, _ = run(DirectedSampler(graph, space, SamplerConfig(calls_per_round=5)), space, "pwd", 3)
+    config = SamplerConfig(calls_per_round=5, after_target="random")
+    loose, _ = run(DirectedSampler(graph, space, config), space, "pwd", 3)
     assert loose.tools[0] == "pwd" and len(loose.calls) == 5 and loose.reached
     strict = SamplerConfig(calls_per_round=5, continue_after_target=False)
     alone, _ = run(DirectedSampler(graph, space, strict), space, "pwd", 3)
@@ -139,3 +141,56 @@ def test_bad_config_and_target_are_named(graph, space):
         pytest.raises(ValueError, match="not among"),
     ):
         DirectedSampler(graph, space).sample(session, "cd", random.Random(0), allowed=["add"])
+
+
+@pytest.mark.parametrize(
+    ("target", "login"),
+    [
+        ("get_watchlist", "trading_login"),
+        ("get_order_history", "trading_login"),
+        ("get_transaction_history", "trading_login"),
+        ("get_user_tickets", "ticket_login"),
+    ],
+)
+def test_wrapped_auth_errors_are_errors_so_the_login_comes_first(graph, space, target, login):
+    sampler = DirectedSampler(graph, space)
+    for seed in range(3):
+        trace, _ = run(sampler, space, target, seed)
+        assert trace.reached
+        assert login in trace.tools[: trace.tools.index(target)], trace.call_strings
+
+
+def test_after_the_target_only_calls_fed_by_the_round(graph, space):
+    """The default: every call after the target takes an input from an output of the round."""
+    sampler = DirectedSampler(graph, space, SamplerConfig(calls_per_round=4))
+    after = fed = 0
+    for target in ("get_user_id", "ls", "get_stock_info", "get_ticket", "get_symbol_by_name"):
+        for seed in range(3):
+            trace, _ = run(sampler, space, target, seed)
+            index = trace.tools.index(target)
+            earlier = set(trace.tools[: index + 1])
+            for call in trace.calls[index + 1 :]:
+                after += 1
+                sources = [s for s in call.sources.values() if s.startswith("output:")]
+                assert sources, (target, call.call, call.sources)
+                fed += all(s.split(":", 1)[1] in set(trace.tools) for s in sources)
+                earlier.add(call.tool)
+    assert after > 0 and fed == after
+
+
+def test_targets_lean_toward_complex_tools(graph, space):
+    from collections import Counter
+
+    allowed = space.tools_of(["TravelAPI"])
+    draws = {}
+    for weighting in ("complexity", "uniform"):
+        rng = random.Random(0)
+        draws[weighting] = Counter(
+            choose_target(graph, allowed, rng, weighting=weighting) for _ in range(2000)
+        )
+    # book_flight (behind authenticate_travel and register_credit_card, 5+ inputs) against
+    # list_all_airports (no prerequisite, no input)
+    assert graph.depth("book_flight") >= 1 and graph.depth("list_all_airports") == 0
+    assert graph.complexity("book_flight") > 3 * graph.complexity("list_all_airports")
+    ratio = {w: d["book_flight"] / max(d["list_all_airports"], 1) for w, d in draws.items()}
+    assert ratio["complexity"] > 3 and 0.5 < ratio["uniform"] < 2

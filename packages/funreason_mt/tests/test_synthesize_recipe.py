@@ -122,6 +122,17 @@ def test_packaged_demo_trajectories_still_replay():
     for entry in entries:
         verdict = replay(entry)
         assert verdict, (entry["id"], verdict.reason)
+    # the kept conversations pass the gate, and no ground truth holds an unflagged error (the
+    # earlier packaged data had trading_logout's failure status and a wrapped auth error)
+    from aworld_rl_funreason_mt.data import _rows
+    from aworld_rl_funreason_mt.synthesis import ground_truth_errors
+    from aworld_rl_funreason_mt.trajectory import check_conversation
+
+    for row in _rows(DEMO_TRAJECTORIES):
+        trajectory = Trajectory.from_dict(row)
+        assert check_conversation(trajectory), trajectory.id
+        for round_ in trajectory.rounds:
+            assert round_.error_injected or not ground_truth_errors(round_.trace)
 
 
 def test_packaged_entries_play_in_core_bfcl_prompting_env():
@@ -150,3 +161,19 @@ def test_a_resume_may_raise_the_record_count(tmp_path, aworld_home):
     more, _ = demo(tmp_path, "records=3", "synthesis.rounds=1", resume=True)
     assert first.metrics["attempted"] == 2.0 and more.metrics["attempted"] == 3.0
     assert more.metrics["skipped_done"] == 2.0
+
+
+def test_trajectories_are_appended_as_they_pass(tmp_path, aworld_home, monkeypatch):
+    from aworld_rl_funreason_mt.recipes import synthesize
+
+    seen = []
+    real = synthesize.append_trajectory
+
+    def spy(path, trajectory):
+        real(path, trajectory)
+        seen.append(len(path.read_text().splitlines()))  # on disk already, one more each time
+
+    monkeypatch.setattr(synthesize, "append_trajectory", spy)
+    result, run = demo(tmp_path, "records=3", "concurrency=1")
+    assert seen == list(range(1, int(result.metrics["kept"]) + 1)) and seen
+    assert len(lines_of(run.dir / "trajectories.jsonl")) == result.metrics["kept"]

@@ -227,10 +227,12 @@ def _command(name: str, args: argparse.Namespace, output_dir: Path) -> list[str]
     """The arguments that start this run again (paths absolute)."""
     argv = [name]
     if args.preset:
-        preset = Path(args.preset)
+        from aworld_rl_core.config import looks_like_path
+
+        preset = Path(args.preset).expanduser()
         argv += [
             "--preset",
-            str(preset.absolute()) if preset.suffix in (".yaml", ".yml") else args.preset,
+            str(preset.absolute()) if looks_like_path(args.preset) else args.preset,
         ]
     if args.config:
         argv += ["--config", str(Path(args.config).absolute())]

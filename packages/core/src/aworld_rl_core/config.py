@@ -11,6 +11,7 @@ import dataclasses
 import difflib
 import enum
 import math
+import os
 import types
 import typing
 from collections.abc import Callable, Iterator, Mapping, Sequence
@@ -172,19 +173,32 @@ def apply_overrides(data: Mapping[str, Any], overrides: Sequence[str]) -> dict[s
     return out
 
 
+def looks_like_path(preset: str) -> bool:
+    """Whether ``--preset`` names a file rather than a preset: a ``.yaml``/``.yml`` name or a
+    name with a directory part (``./x``, ``dir/x``, ``~/x``). A bare name (``demo``) is always a
+    preset name, whatever the working directory holds."""
+    seps = {"/", os.sep, *([os.altsep] if os.altsep else [])}
+    return Path(preset).suffix in (".yaml", ".yml") or any(s in preset for s in seps)
+
+
 def preset_path(presets: str | None, preset: str) -> Path:
-    """A preset given as a file path, or by name from the recipe's presets directory."""
-    as_path = Path(preset)
-    if as_path.suffix in (".yaml", ".yml") or as_path.exists():
+    """A preset given as a file path (:func:`looks_like_path`), or by name from the recipe's
+    presets directory."""
+    if looks_like_path(preset):
+        as_path = Path(preset).expanduser()
         if not as_path.is_file():
-            raise ConfigError(f"preset file '{preset}' does not exist")
+            raise ConfigError(f"preset file '{preset}' does not exist (or is not a file)")
         return as_path
     available = list_presets(presets)
     if preset not in available:
         close = difflib.get_close_matches(preset, available, n=1)
         hint = f"; did you mean '{close[0]}'?" if close else ""
+        file_hint = (
+            f"; to use the file '{preset}', give it as ./{preset}" if Path(preset).is_file() else ""
+        )
         raise ConfigError(
             f"unknown preset '{preset}'{hint} (available: {', '.join(available) or 'none'})"
+            f"{file_hint}"
         )
     return available[preset]
 

@@ -114,3 +114,19 @@ def register_recipes(register: RegisterRecipe) -> None:
     a frozen config dataclass, YAML presets shipped as package data, and
     ``run(cfg, run) -> RunResult``.
     """
+
+
+@hookspec
+def register_api_classes(register: Register) -> None:
+    """Register tool-use API classes beside BFCL's eight: ``register(name, "mod:Class",
+    docs="mod:DOCS", states="mod:STATES", help=...)``.
+
+    The class is built with no arguments per episode; its public methods are its tools (core's
+    safe dispatcher); ``_load_scenario(state, long_context=False)``, when it defines one, loads
+    an initial state (BFCL's convention), and its public attributes are the state BFCL's state
+    checker compares. ``docs`` (a list, or a ``"module:attr"`` naming one) are its tools' BFCL
+    function docs (``name``, ``description``, ``parameters``, optionally ``response``); ``states``
+    (optional) are initial states a data generator may start from. The ``name`` is the class
+    name entries use in ``involved_classes`` and ``initial_config``; it must not be one of
+    BFCL's.
+    """

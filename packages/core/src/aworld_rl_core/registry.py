@@ -19,7 +19,7 @@ import pluggy
 from aworld_rl_core import hookspecs
 from aworld_rl_core.errors import PluginError
 
-KINDS = ("datasets", "environments", "rewards", "losses", "trainers", "recipes")
+KINDS = ("datasets", "environments", "rewards", "losses", "trainers", "recipes", "api_classes")
 LOSS_KINDS = ("token", "model")
 DISABLE_ENV = "AWORLD_RL_DISABLE_PLUGINS"
 

@@ -10,13 +10,12 @@ values.
 
 from __future__ import annotations
 
-import json
 import re
 from collections.abc import Sequence
 
 from aworld_rl_core.tooluse import Call, ToolCallParseError, parse_python_calls
 from aworld_rl_funreason_mt.matching import Match
-from aworld_rl_funreason_mt.replies import ReplyError, extract_json, strip_reasoning
+from aworld_rl_funreason_mt.replies import ReplyError, extract_json, json_values, strip_reasoning
 from aworld_rl_funreason_mt.tooling import leaf_values, value_key
 
 CRITIC_SYSTEM = """\
@@ -69,19 +68,7 @@ def revealed_calls(hint: str, expected: Sequence[str]) -> list[str]:
 
 
 def _json_objects(text: str) -> list[dict]:
-    objects = []
-    decoder = json.JSONDecoder()
-    start = text.find("{")
-    while start != -1:
-        try:
-            value, end = decoder.raw_decode(text, start)
-        except json.JSONDecodeError:
-            start = text.find("{", start + 1)
-            continue
-        if isinstance(value, dict):
-            objects.append(value)
-        start = text.find("{", end)
-    return objects
+    return [value for value, _ in json_values(text) if isinstance(value, dict)]
 
 
 def parse_hint(text: str, expected: Sequence[str]) -> str:

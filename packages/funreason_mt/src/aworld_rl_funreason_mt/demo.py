@@ -26,12 +26,41 @@ from aworld_rl_core.tooluse import ToolCallParseError, parse_python_calls
 from aworld_rl_funreason_mt.critiquing import CRITIC_SYSTEM
 from aworld_rl_funreason_mt.discovery import LLM_EDGE_SYSTEM
 from aworld_rl_funreason_mt.querying import QUERYING_SYSTEM
+from aworld_rl_funreason_mt.replies import json_after
 from aworld_rl_funreason_mt.round_env import REVIEW_MARK, SYSTEM_TEMPLATE
 from aworld_rl_funreason_mt.tooling import TOOLING_SYSTEM
 
 _CALL_LINE = re.compile(r"^\d+\. (.+?)(?:   \[(.*)\])?$", re.MULTILINE)
 _FLOW = re.compile(r"\b(\w+_flow_([0-9a-f]{8}))\b")
 _REASONER_MARK = SYSTEM_TEMPLATE.split("\n", 1)[0]
+_AUTH = re.compile(r"Please (?:log|look it) (?:in|up) again with (\w+),")
+_CALL_IN_MESSAGE = re.compile(r"<tool_call>\[(.*)\]</tool_call>", re.S)
+
+
+def _failed(content: str) -> bool:
+    """A tool message whose (first) result is a constructed error."""
+    return any(
+        mark in content
+        for mark in ("Error during execution", "the session expired", "(the record may be stale)")
+    )
+
+
+def _earlier_call(messages: list[Any], tool: str) -> str:
+    """The last call of ``tool`` an earlier assistant message made (its text), or ""."""
+    for message in reversed(messages):
+        if message.get("role") != "assistant":
+            continue
+        found = _CALL_IN_MESSAGE.search(str(message.get("content", "")))
+        if not found:
+            continue
+        try:
+            calls = parse_python_calls(f"[{found.group(1)}]")
+        except ToolCallParseError:
+            continue
+        for call in reversed(calls):
+            if call.name == tool:
+                return call.to_python()
+    return ""
 
 
 def _system(body: Mapping[str, Any]) -> str:
@@ -44,18 +73,6 @@ def _last_user(body: Mapping[str, Any]) -> str:
         if message.get("role") == "user":
             return str(message.get("content", ""))
     return ""
-
-
-def _json_after(text: str, label: str, opener: str = "{") -> Any:
-    """The JSON value that follows ``label`` in ``text`` (None when there is none)."""
-    start = text.find(label)
-    begin = text.find(opener, start) if start >= 0 else -1
-    if begin < 0:
-        return None
-    try:
-        return json.JSONDecoder().raw_decode(text, begin)[0]
-    except json.JSONDecodeError:
-        return None
 
 
 class DemoOracle:
@@ -114,8 +131,8 @@ class DemoOracle:
     # -- querying ----------------------------------------------------------------------------
 
     def query(self, prompt: str) -> str:
-        tool = _json_after(prompt, "Tool:") or {}
-        values = _json_after(prompt, "Input values:") or {}
+        tool = json_after(prompt, "Tool:") or {}
+        values = json_after(prompt, "Input values:") or {}
         name = str(tool.get("name", ""))
         fingerprint = name.rsplit("_", 1)[-1]
         with self._lock:
@@ -146,18 +163,26 @@ class DemoOracle:
             return (
                 "<think>No plan for this request.</think><answer>I cannot help with that.</answer>"
             )
+        calls = self.order(calls)
         hinted = REVIEW_MARK in str(messages[last_user].get("content", ""))
         if not hinted and len(calls) > 1 and int(match.group(2), 16) % 3 == 0:
             calls = calls[1:]  # the deliberate first-attempt mistake
         after = messages[last_user + 1 :]
         made = [m for m in after if m.get("role") == "assistant"]
         results = [m for m in after if m.get("role") == "tool"]
-        if results and "Error during execution" in str(results[-1].get("content", "")):
+        last = str(results[-1].get("content", "")) if results else ""
+        if results and _failed(last):
             retry = made[-1]["content"].split("<tool_call>", 1)[-1].split("</tool_call>", 1)[0]
+            login = _AUTH.search(last)
+            if login:  # the session expired: the earlier login call again, then the retry
+                earlier = _earlier_call(messages, login.group(1))
+                if earlier:
+                    thought = "<think>I repeat the step the error names, then retry.</think>"
+                    return f"{thought}<tool_call>[{earlier}, {retry.strip()[1:-1]}]</tool_call>"
             thought = "<think>The service failed; I retry the same call.</think>"
             return f"{thought}<tool_call>{retry}</tool_call>"
         done = sum(1 for m in made if "<tool_call>" in str(m.get("content", "")))
-        done -= sum(1 for r in results if "Error during execution" in str(r.get("content", "")))
+        done -= sum(1 for r in results if _failed(str(r.get("content", ""))))
         if done < len(calls):
             step = calls[done]
             return (
@@ -168,6 +193,10 @@ class DemoOracle:
         return (
             f"<think>All steps are done.</think><answer>Done. The last result was: {final}</answer>"
         )
+
+    def order(self, calls: list[str]) -> list[str]:
+        """The order the reasoning answers issue the trace's calls in (the trace's own)."""
+        return calls
 
     # -- critiquing --------------------------------------------------------------------------
 
@@ -208,7 +237,7 @@ def _spoken(value: Any) -> str:
 
 def _purpose(prompt: str, tool: str) -> str:
     """The first sentence of the last tool's own description (after BFCL's class blurb)."""
-    docs = _json_after(prompt, "Tools used:", "[")
+    docs = json_after(prompt, "Tools used:", "[")
     for doc in docs if isinstance(docs, list) else []:
         if isinstance(doc, dict) and doc.get("name") == tool:
             text = str(doc.get("description", ""))

@@ -2,7 +2,9 @@
 
 - **name/type** (:func:`name_type_edges`): an output field of ``T_i`` (from its documented
   ``response``) can fill an input of ``T_j`` of the same class (same name, a qualified name such
-  as ``ticket_id`` for ``create_ticket``'s ``id``, or the field named in the input's description).
+  as ``ticket_id`` for ``create_ticket``'s ``id``, or the field named in the input's description),
+  or, in any class, an input that takes values a user passes on (text into a message or a tweet,
+  a quantity into a calculator: :func:`~aworld_rl_funreason_mt.grounding.flow_feeds`).
 - **probing** (:func:`probe`): in fresh instances of each scenario, ``T_j`` is tried alone and
   after each ``T_i``; when it fails (or cannot be filled) alone but succeeds after ``T_i``, the
   edge ``T_i -> T_j`` is kept, in the group of the input ``T_i``'s output filled, else ``state``.
@@ -47,10 +49,13 @@ def name_type_edges(space: ToolSpace) -> list[Edge]:
     for source in space.tools.values():
         for leaf in schema_leaves(source):
             for target in space.tools.values():
-                if target.cls != source.cls or target.name == source.name:
+                if target.name == source.name:
                     continue
+                cross = target.cls != source.cls
                 for param in target.params.values():
                     how = feeds(leaf, param)
+                    if cross and how != "flow":
+                        continue  # across classes only values a user passes on (flow_feeds)
                     key = (source.name, target.name, param.name)
                     if how and key not in edges:
                         detail = f"output {leaf.names[-1]} -> input {param.name} ({how})"

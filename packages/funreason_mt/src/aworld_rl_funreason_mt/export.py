@@ -5,7 +5,8 @@
   truth, ``metadata.error_tool_response`` as on the released dataset, the BFCL entry);
 - :func:`split_per_turn`: the paper's training split (MT-v2 5.1): one record per assistant
   response, ending with it, so that only that response is trained on (core's hf-sft does this
-  itself with ``trainer.sft.per_turn``; LLaMA-Factory needs ``mask_history: true``);
+  itself with ``trainer.sft.per_turn``); the export holds references (:func:`per_turn_refs`:
+  record id and prefix length), so a long system prompt is stored once per conversation;
 - :func:`write_exports`: records, split records, sharegpt (through core's converter), verl
   parquet rows for RL, and the BFCL entries with a ``possible_answer`` file.
 """
@@ -18,10 +19,17 @@ from pathlib import Path
 from typing import Any
 
 from aworld_rl_core.records import ToolUseRecord, bfcl_function_to_tool, write_jsonl
+from aworld_rl_funreason_mt.round_env import ToolDocs
 from aworld_rl_funreason_mt.trajectory import Trajectory
 
 DATA_SOURCE = "funreason_mt"
-FORMATS = ("records", "split", "sharegpt", "verl", "bfcl")
+FORMATS = ("records", "split", "sharegpt", "sharegpt_per_turn", "verl", "bfcl")
+DEFAULT_FORMATS = ("records", "split", "sharegpt", "verl", "bfcl")
+"""Written by default. ``sharegpt_per_turn`` (one LLaMA-Factory sample per assistant turn, each
+with the whole system prompt and history) is on request: with causal attention, training a whole
+conversation's assistant turns at once gives each turn the same loss and context."""
+FLAG_COLUMNS = ("error_tool_response",)
+"""Record flags every export carries (the dataset card: drop rows where it is true)."""
 
 
 def to_record(trajectory: Trajectory, *, with_tools: bool = True) -> ToolUseRecord:
@@ -63,20 +71,76 @@ def split_per_turn(record: ToolUseRecord) -> list[ToolUseRecord]:
     return out
 
 
-def rl_rows(trajectories: Iterable[Trajectory]) -> list[dict[str, Any]]:
-    """RL rows: the opening messages and the BFCL entry the environment plays (JSON)."""
-    rows = []
-    for trajectory in trajectories:
-        messages = trajectory.messages()
-        rows.append(
-            {
-                "prompt": messages[:2],
-                "entry_id": trajectory.entry_id,
-                "bfcl_entry": json.dumps(trajectory.bfcl_entry(), ensure_ascii=False),
-                "data_source": DATA_SOURCE,
-            }
+def per_turn_refs(record: ToolUseRecord) -> list[dict[str, Any]]:
+    """The per-turn split of a record as references (what ``records_per_turn.jsonl`` holds):
+    each sample names its record and how many of its messages it keeps, so the system prompt
+    and the history are stored once (:func:`expand_per_turn` rebuilds the samples)."""
+    return [
+        {
+            "id": part.id,
+            "record": record.id,
+            "messages": len(part.messages),
+            "supervised_turn": part.metadata["supervised_turn"],
+            "error_tool_response": bool(record.metadata.get("error_tool_response")),
+        }
+        for part in split_per_turn(record)
+    ]
+
+
+def expand_per_turn(
+    records: Iterable[ToolUseRecord], refs: Iterable[Mapping[str, Any]]
+) -> list[ToolUseRecord]:
+    """The per-turn samples ``refs`` name, cut from ``records`` (an unknown record or a length
+    that does not end on an assistant message is an error naming the sample)."""
+    by_id = {r.id: r for r in records}
+    out = []
+    for ref in refs:
+        record = by_id.get(ref["record"])
+        if record is None:
+            raise ValueError(
+                f"per-turn sample {ref['id']!r} names unknown record {ref['record']!r}"
+            )
+        messages = record.messages[: int(ref["messages"])]
+        if not messages or messages[-1]["role"] != "assistant":
+            raise ValueError(f"per-turn sample {ref['id']!r} does not end on an assistant message")
+        metadata = {k: v for k, v in record.metadata.items() if k != "bfcl_entry"}
+        out.append(
+            ToolUseRecord(
+                id=ref["id"],
+                messages=messages,
+                tools=record.tools,
+                ground_truth=record.ground_truth,
+                data_source=record.data_source,
+                metadata={**metadata, "supervised_turn": ref["supervised_turn"]},
+            )
         )
-    return rows
+    return out
+
+
+def rl_row(entry: Mapping[str, Any], *, tool_docs: ToolDocs = "json") -> dict[str, Any]:
+    """The RL row of one BFCL-shaped entry (the one place rows are built): the FunReason-MT
+    opening (system prompt with the tools, first user turn) and the entry the environment plays,
+    as JSON (verl's parquet keeps it as one string)."""
+    from aworld_rl_funreason_mt.round_env import system_prompt
+
+    opening = [{"role": "system", "content": system_prompt(entry["function"], tool_docs)}]
+    opening += [dict(m) for m in entry["question"][0]]
+    return {
+        "prompt": opening,
+        "entry_id": entry["id"],
+        "bfcl_entry": json.dumps(entry, ensure_ascii=False),
+        "data_source": DATA_SOURCE,
+    }
+
+
+def rl_rows(
+    items: Iterable[Trajectory | Mapping[str, Any]], *, tool_docs: ToolDocs = "json"
+) -> list[dict[str, Any]]:
+    """RL rows of trajectories or BFCL-shaped entries (:func:`rl_row`)."""
+    return [
+        rl_row(i.bfcl_entry() if isinstance(i, Trajectory) else i, tool_docs=tool_docs)
+        for i in items
+    ]
 
 
 def write_bfcl(trajectories: Sequence[Trajectory], directory: Path, name: str) -> dict[str, Path]:
@@ -97,7 +161,7 @@ def write_exports(
     trajectories: Sequence[Trajectory],
     directory: str | Path,
     *,
-    formats: Sequence[str] = FORMATS,
+    formats: Sequence[str] = DEFAULT_FORMATS,
     name: str = "funreason_mt",
     tools_in_template: bool = False,
 ) -> dict[str, Path]:
@@ -111,16 +175,20 @@ def write_exports(
         return {}
     out_dir = Path(directory)
     records = [to_record(t, with_tools=tools_in_template) for t in trajectories]
-    split = [part for r in records for part in split_per_turn(r)]
     paths: dict[str, Path] = {}
     if "records" in formats:
         paths["records"] = write_jsonl(records, out_dir / "records.jsonl")
     if "split" in formats:
-        paths["split"] = write_jsonl(split, out_dir / "records_per_turn.jsonl")
+        refs = [ref for r in records for ref in per_turn_refs(r)]
+        paths["split"] = _write_rows(refs, out_dir / "records_per_turn.jsonl")
+    sharegpt = out_dir / "sharegpt"
     if "sharegpt" in formats:
-        sharegpt = out_dir / "sharegpt"
-        paths["sharegpt"] = write_sharegpt(records, sharegpt, name)
-        paths["sharegpt_per_turn"] = write_sharegpt(split, sharegpt, f"{name}_per_turn")
+        paths["sharegpt"] = write_sharegpt(records, sharegpt, name, metadata_keys=FLAG_COLUMNS)
+    if "sharegpt_per_turn" in formats:
+        split = [part for r in records for part in split_per_turn(r)]
+        paths["sharegpt_per_turn"] = write_sharegpt(
+            split, sharegpt, f"{name}_per_turn", metadata_keys=FLAG_COLUMNS
+        )
     if "verl" in formats:
         rl = [_rl_record(t, r) for t, r in zip(trajectories, records, strict=True)]
         paths["verl"] = write_verl_parquet(rl, out_dir / "verl" / "train.parquet")
@@ -129,16 +197,25 @@ def write_exports(
     return paths
 
 
+def _write_rows(rows: Iterable[Mapping[str, Any]], path: Path) -> Path:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    with path.open("w", encoding="utf-8") as handle:
+        for row in rows:
+            handle.write(json.dumps(dict(row), ensure_ascii=False) + "\n")
+    return path
+
+
 def _rl_record(trajectory: Trajectory, record: ToolUseRecord) -> ToolUseRecord:
-    """The record verl rows come from: the prompt, and the entry as the environment's input."""
-    entry = trajectory.bfcl_entry()
+    """The record verl rows come from: the RL row's prompt, and the entry as the environment's
+    input."""
+    row = rl_row(trajectory.bfcl_entry())
     metadata: Mapping[str, Any] = {
-        "interaction_kwargs": {"entry_id": entry["id"], "bfcl_entry": json.dumps(entry)},
+        "interaction_kwargs": {"entry_id": row["entry_id"], "bfcl_entry": row["bfcl_entry"]},
         "error_tool_response": trajectory.error_tool_response,
     }
     return ToolUseRecord(
         id=record.id,
-        messages=record.messages[:2],
+        messages=row["prompt"],
         tools=record.tools,
         ground_truth=record.ground_truth,
         data_source=DATA_SOURCE,

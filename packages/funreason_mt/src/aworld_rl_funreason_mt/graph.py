@@ -87,6 +87,7 @@ class ToolGraph:
                 grouped.setdefault(edge.target, {}).setdefault(edge.group, set()).add(edge.source)
         self._groups = {t: {g: frozenset(s) for g, s in gs.items()} for t, gs in grouped.items()}
         self._distances: dict[str, dict[str, int]] = {}
+        self._depths: dict[str, dict[str, int]] = {}
 
     # -- structure ---------------------------------------------------------------------------
 
@@ -115,6 +116,40 @@ class ToolGraph:
         done = set(called)
         pool = self.tools if among is None else [t for t in among if t in self.tools]
         return sorted(t for t in pool if self.is_legal(t, done, legality))
+
+    def depth(self, tool: str, legality: Legality = "groups") -> int:
+        """Prerequisite depth: 0 for a tool with no hard prerequisite, else 1 + the deepest of
+        its groups (a group as deep as its shallowest alternative; ``all``: its deepest);
+        cycles count as depth 0 where they close."""
+        memo: dict[str, int] = getattr(self, "_depths", {}).setdefault(legality, {})
+
+        def walk(name: str, open_: frozenset[str]) -> int:
+            if name in memo:
+                return memo[name]
+            groups = self._groups.get(name, {})
+            best = 0
+            for group in groups.values():
+                inner = [walk(s, open_ | {name}) for s in sorted(group) if s not in open_]
+                if inner:
+                    best = max(best, 1 + (max(inner) if legality == "all" else min(inner)))
+            if not open_:
+                memo[name] = best
+            return best
+
+        if tool not in self.tools:
+            raise KeyError(f"no tool {tool!r} in the graph")
+        return walk(tool, frozenset())
+
+    def complexity(self, tool: str, legality: Legality = "groups") -> float:
+        """How complex a target is (MT-v2 4.1 aims at complex tools): 1 + its prerequisite
+        depth + its number of input parameters."""
+        return 1.0 + self.depth(tool, legality) + len(self.constraints.get(tool, {}))
+
+    def flows_from(self, sources: Iterable[str]) -> set[str]:
+        """Tools that take an input from an output of one of ``sources`` (data-flow edges:
+        those in a ``param:`` group)."""
+        done = set(sources)
+        return {e.target for e in self.edges if e.source in done and e.group.startswith("param:")}
 
     def distances_to(self, target: str) -> dict[str, int]:
         """Shortest directed path length from each tool to ``target`` over all edges (hard and

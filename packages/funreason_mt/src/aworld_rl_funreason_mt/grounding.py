@@ -23,7 +23,7 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from aworld_rl_core.tooluse import ToolResult
+from aworld_rl_core.tooluse import ToolResult, result_error
 from aworld_rl_funreason_mt.space import Param, Tool, mutable_defaults
 
 SOURCES = ("output", "state", "enum", "type")
@@ -175,8 +175,39 @@ def compatible(leaf_type: str, param_type: str) -> bool:
     return leaf_type == param_type
 
 
+FLOW_TEXT_OUTPUTS = frozenset({"content", "lines", "text", "output", "description", "comment"})
+"""Last name words of string outputs a user passes on as text (a file's content, a ticket's
+description, a tweet's text)."""
+FLOW_TEXT_INPUTS = frozenset({"content", "message", "description", "comment"})
+"""Last name words of string inputs that take such text (a tweet, a message, a ticket body)."""
+FLOW_NUMBER_INPUTS = frozenset({"a", "b", "number", "value", "part", "whole", "base"})
+"""Numeric inputs of calculators that take any earlier number (a price, a distance)."""
+_NOT_A_QUANTITY = frozenset({"id", "count", "seed", "number", "code", "zipcode", "priority"})
+
+
+def flow_feeds(leaf: Leaf, param: Param) -> bool:
+    """Whether ``leaf`` is a value a user would pass on into ``param`` though the names differ,
+    across API classes too: text into a text body (``cat``'s ``file_content`` into
+    ``post_tweet``'s ``content``), a quantity into a calculator's operand (a stock price into
+    ``add``'s ``a``)."""
+    have = [tokens(n) for n in leaf.names]
+    wanted = tokens(param.name)
+    if not wanted or not any(have):
+        return False
+    if leaf.type == "string" and param.type == "string":
+        return wanted[-1] in FLOW_TEXT_INPUTS and any(
+            h and h[-1] in FLOW_TEXT_OUTPUTS for h in have
+        )
+    if leaf.type in ("float", "integer") and param.type in ("float", "integer", "number"):
+        return param.name in FLOW_NUMBER_INPUTS and all(
+            h and h[-1] not in _NOT_A_QUANTITY for h in have
+        )
+    return False
+
+
 def feeds(leaf: Leaf, param: Param) -> str:
-    """How ``leaf`` can fill ``param``: ``"name"``, ``"description"`` or ``""`` (it cannot)."""
+    """How ``leaf`` can fill ``param``: ``"name"``, ``"description"``, ``"flow"``
+    (:func:`flow_feeds`) or ``""`` (it cannot)."""
     if not compatible(leaf.type, param.type):
         return ""
     wanted = tokens(param.name)
@@ -192,7 +223,7 @@ def feeds(leaf: Leaf, param: Param) -> str:
         have = tokens(name)
         if (len(have) >= 2 or have[0] not in GENERIC) and f" {' '.join(have)} " in text:
             return "description"
-    return ""
+    return "flow" if flow_feeds(leaf, param) else ""
 
 
 # ---------------------------------------------------------------------------------------------
@@ -486,21 +517,16 @@ def type_values(param: Param, rng: random.Random) -> list[Any]:
 
 
 def soft_failure(value: Any) -> bool:
-    """A return value that reports failure without BFCL's ``{"error": ...}`` form:
-    ``{"login_status": false, ...}``, ``{"success": false}``, ``{"symbol": "Stock not found"}``."""
-    if not isinstance(value, dict):
-        return False
-    for key, item in value.items():
-        if item is False and isinstance(key, str) and (key == "success" or key.endswith("status")):
-            return True
-        if isinstance(item, str) and "not found" in item.lower():
-            return True
-    return False
+    """A return value that reports an error or a failure in any of BFCL's shapes (core's one
+    classifier, :func:`aworld_rl_core.tooluse.result_error`): ``{"error": ...}``, list-wrapped
+    errors, failure statuses, ``{"success": false}``, ``{"symbol": "Stock not found"}``."""
+    return result_error(value) is not None
 
 
 def succeeded(result: ToolResult) -> bool:
-    """A call that ran cleanly and did not report a failure in its value."""
-    return result.ok and not soft_failure(result.value)
+    """A call that ran cleanly and did not report an error or a failure (``ToolResult.failed``,
+    core's classifier)."""
+    return not result.failed
 
 
 @dataclass(frozen=True)
@@ -590,16 +616,22 @@ class Grounder:
         arguments: dict[str, Any] = {}
         sources: dict[str, str] = {}
         for param in tool.params.values():
-            if param.name in explicit and rng.random() >= self.optional_rate:
-                # BFCL post_tweet shares its list defaults between calls: write them out
+            # BFCL's post_tweet shares its list defaults between calls (and between the model's
+            # and the ground truth's instances in bfcl-eval's process): never leave one out
+            shared = param.name in explicit
+            if shared and rng.random() >= self.optional_rate:
                 arguments[param.name], sources[param.name] = explicit[param.name](), "default"
                 continue
             if not param.required and rng.random() >= self.optional_rate:
+                if shared:
+                    arguments[param.name], sources[param.name] = explicit[param.name](), "default"
                 continue
             options = self.candidates(tool, param, instance, arguments, outputs, rng)
             if not options:
                 if param.required:
                     return None
+                if shared:
+                    arguments[param.name], sources[param.name] = explicit[param.name](), "default"
                 continue
             fed = [o for o in options if o[1].startswith("output:")]
             fed = [o for o in fed if o[0] not in arguments.values()] or fed  # cityA != cityB

@@ -44,7 +44,7 @@ def possible_answers(calls: Sequence[Call], docs: Mapping[str, Mapping[str, Any]
     given their default)."""
     answers = []
     for call in calls:
-        allowed: dict[str, list[Any]] = {k: [v] for k, v in call.arguments.items()}
+        allowed: dict[str, list[Any]] = {k: [_allowed(v)] for k, v in call.arguments.items()}
         properties = ((docs.get(call.name) or {}).get("parameters") or {}).get("properties", {})
         for name, spec in properties.items():
             if name not in allowed:
@@ -52,6 +52,16 @@ def possible_answers(calls: Sequence[Call], docs: Mapping[str, Mapping[str, Any]
                 allowed[name] = ["", default] if default is not None else [""]
         answers.append({call.name: allowed})
     return answers
+
+
+def _allowed(value: Any) -> Any:
+    """A value as a BFCL possible answer: a dict's (or a list of dicts') values become lists of
+    allowed values, the way BFCL's dict checker reads them."""
+    if isinstance(value, dict):
+        return {k: [v] for k, v in value.items()}
+    if isinstance(value, list) and value and all(isinstance(v, dict) for v in value):
+        return [{k: [x] for k, x in v.items()} for v in value]
+    return value
 
 
 def call_set_match(

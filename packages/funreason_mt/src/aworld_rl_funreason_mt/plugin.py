@@ -29,6 +29,13 @@ def register_recipes(register):
         help="Phases I-III: hard multi-turn trajectories with per-stage yields (resumable).",
     )
     register(
+        "funreason_mt.eval",
+        config=f"{_R}.evaluate:EvalConfig",
+        run=f"{_R}.evaluate:run",
+        presets="aworld_rl_funreason_mt:configs/eval",
+        help="BFCL multi-turn accuracy of a model, and on held-out synthesized entries.",
+    )
+    register(
         "funreason_mt.sft",
         config=f"{_R}.sft:SftRecipeConfig",
         run=f"{_R}.sft:run",

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 import re
+from collections.abc import Iterator
 from typing import Any
 
 MAX_REPLY_CHARS = 60_000
@@ -26,6 +27,35 @@ def strip_reasoning(text: str) -> str:
     return _THINK.sub("", text, count=1).strip()
 
 
+def json_values(text: str, opener: str = "{", start: int = 0) -> Iterator[tuple[Any, int]]:
+    """Every JSON value that opens with ``opener`` in ``text`` from ``start``, with the offset
+    just past it, in order (text that does not decode is skipped). The one JSON scanner of the
+    package: the agents' replies, the critic's, the demo oracle's prompts."""
+    decoder = json.JSONDecoder()
+    at = text.find(opener, start)
+    while at != -1:
+        try:
+            value, end = decoder.raw_decode(text, at)
+        except json.JSONDecodeError:
+            at = text.find(opener, at + 1)
+            continue
+        yield value, end
+        at = text.find(opener, end)
+
+
+def json_after(text: str, label: str, opener: str = "{") -> Any:
+    """The JSON value that follows ``label`` in ``text`` (None when there is none or it does
+    not decode)."""
+    at = text.find(label)
+    begin = text.find(opener, at) if at >= 0 else -1
+    if begin < 0:
+        return None
+    try:
+        return json.JSONDecoder().raw_decode(text, begin)[0]
+    except json.JSONDecodeError:
+        return None
+
+
 def extract_json(text: Any, *, expect: type = dict) -> Any:
     """The first JSON value of type ``expect`` in the reply (fenced blocks first)."""
     if not isinstance(text, str):
@@ -35,18 +65,10 @@ def extract_json(text: Any, *, expect: type = dict) -> Any:
     body = strip_reasoning(text)
     if not body:
         raise ReplyError("the reply is empty (after removing the reasoning)")
-    decoder = json.JSONDecoder()
+    opener = "{" if expect is dict else "["
     for chunk in [*_FENCE.findall(body), body]:
-        opener = "{" if expect is dict else "["
-        start = chunk.find(opener)
-        while start != -1:
-            try:
-                value, _ = decoder.raw_decode(chunk, start)
-            except json.JSONDecodeError:
-                start = chunk.find(opener, start + 1)
-                continue
+        for value, _ in json_values(chunk, opener):
             if isinstance(value, expect):
                 return value
-            start = chunk.find(opener, start + 1)
     kind = "object" if expect is dict else "array"
     raise ReplyError(f"no JSON {kind} in the reply: {body[:120]!r}")

@@ -5,9 +5,13 @@ earlier rounds and the round's user message (the hard query, plus hints while it
 synthesized). Each response is read with core's ``funreason_mt`` parser: ``<think>`` then
 ``<tool_call>[f(a=1), ...]</tool_call>`` (executed in a fork of the trajectory's session; the
 results come back as one ``tool`` message) or ``<answer>...</answer>`` (ends the round). A
-response that breaks the format gets a corrective user message. With ``inject_error_at=k`` the
-agent's k-th call is not executed and gets a transient error instead (the dataset's
-``error_tool_response``), so the round shows a recovery.
+response that breaks the format gets a corrective user message.
+
+With ``inject_error_at=k`` the first call from the agent's k-th on that leaves every API state as
+it was (tried on a fork first; with ``error_kind="auth"`` together with the earlier login call
+of its class) gets a constructed error response (the dataset's ``error_tool_response``), so the
+round shows a recovery. The call is executed all the same: the recorded execution holds it, so a
+replay of the conversation (where it runs and returns its real result) reaches the same states.
 """
 
 from __future__ import annotations
@@ -55,6 +59,24 @@ TRANSIENT_ERRORS = (
     "Error during execution: 503 Service Unavailable (temporary); please try again.",
     "Error during execution: connection reset by peer; the request was not processed.",
 )
+AUTH_ERROR = (
+    "Error: User not authenticated (the session expired). Please log in again with {login}, "
+    "then retry the call."
+)
+NOT_FOUND_ERROR = (
+    "Error: {param} {value} not found (the record may be stale). Please look it up again with "
+    "{lookup}, then retry the call."
+)
+MISSING_ARGUMENT_ERROR = (
+    "Error during execution: {tool}() missing 1 required argument: '{param}' (the request "
+    "arrived truncated). Send the call again with every argument."
+)
+ErrorKind = Literal["transient", "auth", "not_found", "missing_argument"]
+ERROR_KINDS: tuple[ErrorKind, ...] = ("transient", "auth", "not_found", "missing_argument")
+"""Constructed error responses and their remedies: ``transient`` (a timeout, a 503: retry the
+call), ``auth`` (the session expired: log in again with the earlier login call, then retry),
+``not_found`` (an id an earlier call returned is not found: repeat that lookup, then retry),
+``missing_argument`` (a required argument did not arrive: send the whole call again)."""
 
 
 ToolDocs = Literal["json", "compact"]
@@ -88,6 +110,10 @@ class ExecutedCall:
     result: str
     ok: bool
     injected: bool = False
+    kind: str = ""
+    """The injected error's kind (``transient``, ``auth``)."""
+    remedy: bool = False
+    """The login call an ``auth`` error asked for (not part of the trace's calls)."""
 
 
 class RoundEnv:
@@ -104,6 +130,9 @@ class RoundEnv:
         max_steps: int = 8,
         inject_error_at: int | None = None,
         error_text: str = TRANSIENT_ERRORS[0],
+        error_kind: ErrorKind = "transient",
+        login_tools: Mapping[str, str] | None = None,
+        producers: Mapping[str, Mapping[str, Sequence[str]]] | None = None,
     ) -> None:
         if max_steps < 1:
             raise ValueError(f"max_steps must be >= 1, got {max_steps}")
@@ -114,7 +143,21 @@ class RoundEnv:
         self.max_steps = max_steps
         self.inject_error_at = inject_error_at
         self.error_text = error_text
+        if error_kind not in ERROR_KINDS:
+            raise ValueError(
+                f"error_kind must be one of {', '.join(ERROR_KINDS)}, got {error_kind!r}"
+            )
+        self.error_kind = error_kind
+        self._remedy: Call | None = None
+        self.login_tools = dict(login_tools or {})
+        self.producers = {t: dict(p) for t, p in (producers or {}).items()}
+        """tool -> parameter -> tools whose output fills it (``not_found`` errors)."""
+        """tool -> the login tool of its class (``auth`` errors)."""
         signatures = signatures_from_tools([dict(d) for d in function_docs])
+        self.required = {
+            d["name"]: tuple((d.get("parameters") or {}).get("required") or ())
+            for d in function_docs
+        }
         self._parse = get_parser("think_tool_python", allow_both=False, signatures=signatures)
         self.calls: list[ExecutedCall] = []
         self.format_errors = 0
@@ -148,12 +191,77 @@ class RoundEnv:
         return self._continue([tool_message(pairs)])
 
     def _execute(self, call: Call) -> str:
-        if self.inject_error_at is not None and len(self.calls) == self.inject_error_at:
-            self.calls.append(ExecutedCall(call.to_python(), self.error_text, False, True))
-            return self.error_text
+        due = self.inject_error_at is not None and len(self.calls) >= self.inject_error_at
+        error = self._error_for(call) if due and not self.injected else None
         result = self.session.run(call)
-        self.calls.append(ExecutedCall(call.to_python(), result.text, result.ok))
+        if error is not None and result.ok and not result.failed:
+            text, self._remedy = error
+            self.calls.append(ExecutedCall(call.to_python(), text, False, True, self.error_kind))
+            return text
+        remedy = self._remedy is not None and call.to_python() == self._remedy.to_python()
+        if remedy:
+            self._remedy = None
+        self.calls.append(ExecutedCall(call.to_python(), result.text, result.ok, remedy=remedy))
         return result.text
+
+    def _error_for(self, call: Call) -> tuple[str, Call | None] | None:
+        """The constructed error for ``call`` and the call its remedy repeats, when the call
+        (after that remedy) leaves every state unchanged; else None (the injection waits for a
+        later call)."""
+        remedy: Call | None = None
+        text = self.error_text
+        if self.error_kind == "auth":
+            remedy = self._earlier_login(call.name)
+            if remedy is None:
+                return None
+            text = AUTH_ERROR.format(login=remedy.name)
+        elif self.error_kind == "not_found":
+            found = self._earlier_lookup(call)
+            if found is None:
+                return None
+            param, remedy = found
+            value = call.arguments[param]
+            text = NOT_FOUND_ERROR.format(param=param, value=repr(value), lookup=remedy.name)
+        elif self.error_kind == "missing_argument":
+            required = [p for p in self.required.get(call.name, ()) if p in call.arguments]
+            if not required:
+                return None
+            text = MISSING_ARGUMENT_ERROR.format(tool=call.name, param=required[0])
+        calls = [call] if remedy is None else [remedy, call]
+        return (text, remedy) if self._neutral(calls) else None
+
+    def _earlier_login(self, tool: str) -> Call | None:
+        login = self.login_tools.get(tool)
+        if login is None or login == tool:
+            return None
+        for item in reversed(self.session.history):
+            if item.call.name == login and item.ok:
+                return item.call
+        return None
+
+    def _earlier_lookup(self, call: Call) -> tuple[str, Call] | None:
+        """(parameter, the earlier call whose result holds its value) for an input of ``call``
+        that an earlier call produced."""
+        for param, producers in sorted(self.producers.get(call.name, {}).items()):
+            value = call.arguments.get(param)
+            if value is None or isinstance(value, (bool, list, dict)):
+                continue
+            for item in reversed(self.session.history):
+                if item.call.name in producers and item.ok and str(value) in item.text:
+                    return param, item.call
+        return None
+
+    def _neutral(self, calls: Sequence[Call]) -> bool:
+        from aworld_rl_core.tooluse.bfcl.apis import state_differences
+
+        with self.session.fork(f"{self.session.entry_id}-probe") as fork:
+            for call in calls:
+                if fork.run(call).failed:
+                    return False
+            return not any(
+                state_differences(fork.instances[name], instance)
+                for name, instance in self.session.instances.items()
+            )
 
     def _continue(self, observation: list[Message], reward: float = 0.0) -> Step:
         if self.steps >= self.max_steps:
@@ -169,7 +277,7 @@ class RoundEnv:
             "steps": self.steps,
             "format_errors": self.format_errors,
             "answered": self.answered,
-            "calls": [c.call for c in self.calls if c.ok],
+            "calls": [c.call for c in self.calls if c.ok and not c.remedy],
             "injected": self.injected,
             **extra,
         }

@@ -1,9 +1,12 @@
 """Phase I: the directed sampler (MT-v2 section 4.1).
 
-Legal tools are those whose prerequisites have been called (:meth:`ToolGraph.is_legal`). Until
-the target ``T_a`` has been called, the sampler calls ``T_a`` if it is legal, else the legal
-tool nearest to ``T_a`` on the graph (ties broken by a seeded shuffle); after ``T_a`` it goes on
-at random among legal tools until the round holds ``M`` calls. Each call's arguments are
+Targets are drawn with weight toward complex tools (prerequisite depth and parameter count;
+``target_choice=uniform`` draws alike). Legal tools are those whose prerequisites have been
+called (:meth:`ToolGraph.is_legal`). Until the target ``T_a`` has been called, the sampler calls
+``T_a`` if it is legal, else the legal tool nearest to ``T_a`` on the graph (ties broken by a
+seeded shuffle); after ``T_a`` it goes on, up to ``M`` calls, only with tools that take an
+output of the round's calls (data-flow edges, across classes too; ``after_target=random``: any
+legal tool). Each call's arguments are
 grounded in the live state and earlier outputs (:mod:`grounding`) and executed in the
 trajectory's :class:`~aworld_rl_funreason_mt.space.Session`; a call that fails is undone and the
 next candidate tried. Everything random comes from one ``random.Random``: a seed fixes the trace.
@@ -16,7 +19,7 @@ import random
 from collections import Counter
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Literal
 
 from aworld_rl_core.config import option
 from aworld_rl_core.tooluse import Call
@@ -36,7 +39,18 @@ class SamplerConfig:
         8, help="most calls a round may take to reach its target (HardGen: 1-8 calls)"
     )
     continue_after_target: bool = option(
-        True, help="after the target, go on at random among legal tools up to M calls (paper)"
+        True, help="after the target, go on up to M calls (paper); false stops at the target"
+    )
+    after_target: Literal["data_flow", "random"] = option(
+        "data_flow",
+        help="data_flow: each call after the target takes an input from an output of the "
+        "round's calls (the round stays a chain; it ends where none can); random: any legal "
+        "tool (the earlier reading)",
+    )
+    target_choice: Literal["complexity", "uniform"] = option(
+        "complexity",
+        help="complexity: targets drawn with weight 1 + prerequisite depth + parameter count "
+        "(MT-v2 aims at complex tools); uniform: every reachable tool alike",
     )
     legality: Legality = option(
         "groups",
@@ -177,13 +191,25 @@ class DirectedSampler:
         calls: list[TraceCall] = []
         skipped: list[tuple[str, str]] = []
         reached = False
+        start = len(walk.outputs)
         while True:
             if reached and (len(calls) >= cfg.calls_per_round or not cfg.continue_after_target):
                 break
             if not reached and len(calls) >= cfg.max_calls:
                 break
             repeats = Counter(c.tool for c in calls)
-            step = self._step(session, target, reached, rng, pool, walk, skipped, repeats)
+            flow = reached and cfg.after_target == "data_flow"
+            step = self._step(
+                session,
+                target,
+                reached,
+                rng,
+                pool,
+                walk,
+                skipped,
+                repeats,
+                flow_from=start if flow else None,
+            )
             if step is None:
                 break
             calls.append(step)
@@ -200,16 +226,31 @@ class DirectedSampler:
         walk: Walk,
         skipped: list[tuple[str, str]],
         repeats: Mapping[str, int],
+        *,
+        flow_from: int | None = None,
     ) -> TraceCall | None:
+        """One call; with ``flow_from`` (after the target, ``after_target=data_flow``) only a
+        tool fed by an output of the round's calls (``walk.outputs[flow_from:]``)."""
         tried = 0
         done = {item.call.to_python() for item in session.history}
-        for name in self.candidates(self.legal(walk, pool), target, reached, rng, repeats):
+        legal = self.legal(walk, pool)
+        outputs = walk.outputs
+        if flow_from is not None and reached:
+            outputs = walk.outputs[flow_from:]
+            fed = self.graph.flows_from(o.tool for o in outputs)
+            legal = [t for t in legal if t in fed]
+        for name in self.candidates(legal, target, reached, rng, repeats):
             if tried >= self.config.tries_per_step:
                 break
             tool = self.space.tools[name]
-            grounded = self.grounder.ground(tool, session.instances, walk.outputs, rng)
+            grounded = self.grounder.ground(tool, session.instances, outputs, rng)
             if grounded is None:
                 skipped.append((name, "no value for a required input"))
+                continue
+            if outputs is not walk.outputs and not any(
+                src.startswith("output:") for src in grounded.sources.values()
+            ):
+                skipped.append((name, "takes no output of the round"))
                 continue
             call = Call(name, grounded.arguments)
             if call.to_python() in done:  # the same call again adds nothing to the trace
@@ -240,14 +281,22 @@ def choose_target(
     *,
     pool: Iterable[str] | None = None,
     legality: Legality = "groups",
+    weighting: Literal["complexity", "uniform"] = "complexity",
 ) -> str | None:
-    """A target tool: uniform among the reachable ``allowed`` tools the graph's sampling check
-    reached (restricted to ``pool``, e.g. HardGen's failure tools, when given); None when none
-    is."""
+    """A target tool among the reachable ``allowed`` tools the graph's sampling check reached
+    (restricted to ``pool``, e.g. HardGen's failure tools, when given), drawn with weight
+    :meth:`ToolGraph.complexity` (``weighting="uniform"``: alike); None when none is."""
     allowed = sorted(set(allowed) - set(graph.meta.get("unreached", ())))
     reachable = graph.reachable(legality, among=allowed)
     options = sorted(t for t in allowed if t in reachable and (pool is None or t in set(pool)))
-    return rng.choice(options) if options else None
+    if not options:
+        return None
+    if weighting == "uniform":
+        return rng.choice(options)
+    if weighting != "complexity":
+        raise ValueError(f"target weighting must be 'complexity' or 'uniform', got {weighting!r}")
+    weights = [graph.complexity(t, legality) for t in options]
+    return rng.choices(options, weights=weights, k=1)[0]
 
 
 def grounder_for(graph: ToolGraph, *, optional_rate: float = 0.3) -> Grounder:

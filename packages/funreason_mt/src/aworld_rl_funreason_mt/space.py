@@ -1,4 +1,5 @@
-"""The tool space: BFCL's offline multi-turn API classes, their tools and initial states.
+"""The tool space: BFCL's offline multi-turn API classes (and a user's own, registered through
+core's ``register_api_classes`` plugin hook), their tools and initial states.
 
 A :class:`ToolSpace` holds the tools (BFCL function docs, with the output fields their
 ``response`` lists) and a pack of initial states per class. A :class:`Session` is one
@@ -120,6 +121,23 @@ def _bfcl_scenarios(classes: Sequence[str]) -> dict[str, list[dict[str, Any]]]:
     return {c: list(states.values()) or [{}] for c, states in seen.items()}
 
 
+def registered_classes() -> list[str]:
+    """API classes the installed plugins register (core's ``register_api_classes`` hook)."""
+    from aworld_rl_core.tooluse.bfcl.apis import registered_api_classes
+
+    return sorted(registered_api_classes())
+
+
+def registered_states(cls: str) -> list[dict[str, Any]]:
+    """The initial states a registered class came with (``states=``), or one empty state."""
+    from aworld_rl_core.registry import resolve
+    from aworld_rl_core.tooluse.bfcl.apis import registered_api_classes
+
+    states = registered_api_classes()[cls].meta.get("states") or [{}]
+    states = resolve(states) if isinstance(states, str) else states
+    return [json.loads(json.dumps(dict(s))) for s in states]
+
+
 class ToolSpace:
     """The tools of some API classes and initial states to start trajectories from."""
 
@@ -128,13 +146,17 @@ class ToolSpace:
         classes: Sequence[str] = BFCL_CLASSES,
         *,
         scenarios: ScenarioSource | Mapping[str, Sequence[Mapping[str, Any]]] = "builtin",
+        generated_states: int = 0,
+        seed: int = 0,
     ) -> None:
         from aworld_rl_core.tooluse.bfcl import function_docs
 
-        unknown = [c for c in classes if c not in BFCL_CLASSES]
+        registered = registered_classes()
+        unknown = [c for c in classes if c not in BFCL_CLASSES and c not in registered]
         if unknown or not classes:
             raise ValueError(
-                f"unknown API classes {unknown}; choose from {', '.join(BFCL_CLASSES)}"
+                f"unknown API classes {unknown}; choose from {', '.join(BFCL_CLASSES)} or a class "
+                f"a plugin registers (register_api_classes; now: {', '.join(registered) or 'none'})"
                 if unknown
                 else "the tool space needs at least one API class"
             )
@@ -154,6 +176,14 @@ class ToolSpace:
         else:
             raise ValueError(f"scenarios must be 'builtin', 'bfcl' or a mapping, got {scenarios!r}")
         self.scenario_source = scenarios if isinstance(scenarios, str) else "custom"
+        if generated_states:  # seeded generators add states beyond the pack's
+            from aworld_rl_funreason_mt.states import generate_states
+
+            extra = generate_states(self.classes, generated_states, seed=seed)
+            pack = {c: [*(pack.get(c) or []), *extra.get(c, [])] for c in self.classes}
+        for cls in self.classes:
+            if cls in registered and not pack.get(cls):
+                pack = {**pack, cls: registered_states(cls)}
         self.scenarios = {c: list(pack.get(c) or [{}]) for c in self.classes}
 
     def tools_of(self, classes: Iterable[str]) -> list[str]:

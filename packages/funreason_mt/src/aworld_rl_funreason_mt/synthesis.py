@@ -9,8 +9,11 @@ rounds (MT-v2 4.4):
 3. :meth:`Synthesizer.make_query` - the querying agent's hard query (checked);
 4. :meth:`Synthesizer.guard` - the contamination guard;
 5. :meth:`Synthesizer.reason` - one attempt of the reasoning agent, playing the round from its
-   starting state with the primitive tools; its calls are matched against the trace; on a
-   failure the critiquing agent's hint is the feedback of the next attempt (up to K_max).
+   starting state with the primitive tools; its calls are matched against the trace, then the
+   conversation gate replays the kept conversation's calls (every round so far, from the
+   initial state) through BFCL's state and response checks; on a failure the critiquing
+   agent's hint is the feedback of the next attempt (up to K_max). A kept round moves the live
+   session to the state the conversation left, where the next round is sampled.
 
 Then :meth:`Synthesizer.finish` writes the BFCL-shaped entry and applies the replay gate. A
 step returns ``None`` when it passed, or raises :class:`Drop` (the record is discarded, with the
@@ -32,7 +35,14 @@ from aworld_rl_funreason_mt.graph import ToolGraph
 from aworld_rl_funreason_mt.matching import Match, MatchRule, match_round
 from aworld_rl_funreason_mt.querying import choose_noise, parse_query, querying_messages
 from aworld_rl_funreason_mt.replies import ReplyError
-from aworld_rl_funreason_mt.round_env import TRANSIENT_ERRORS, RoundEnv, round_prompt, system_prompt
+from aworld_rl_funreason_mt.round_env import (
+    ERROR_KINDS,
+    TRANSIENT_ERRORS,
+    ErrorKind,
+    RoundEnv,
+    round_prompt,
+    system_prompt,
+)
 from aworld_rl_funreason_mt.sampler import (
     DirectedSampler,
     SamplerConfig,
@@ -43,7 +53,48 @@ from aworld_rl_funreason_mt.sampler import (
 )
 from aworld_rl_funreason_mt.space import Session, ToolSpace
 from aworld_rl_funreason_mt.tooling import AdvancedTool, parse_advanced_tool, tooling_messages
-from aworld_rl_funreason_mt.trajectory import Round, Trajectory, replay
+from aworld_rl_funreason_mt.trajectory import (
+    Round,
+    Trajectory,
+    check_conversation,
+    conversation_session,
+    replay,
+)
+
+
+def login_tools(graph: ToolGraph) -> dict[str, str]:
+    """tool -> the login tool that enables it (a ``state:`` prerequisite whose name says it
+    logs in or authenticates): the remedy of an ``auth`` error."""
+    from aworld_rl_funreason_mt.grounding import tokens
+
+    out: dict[str, str] = {}
+    for tool in sorted(graph.tools):
+        for group, sources in sorted(graph.prerequisites(tool).items()):
+            if not group.startswith("state"):
+                continue
+            for source in sorted(sources):
+                words = set(tokens(source))
+                if words & {"login", "authenticate"}:
+                    out.setdefault(tool, source)
+    return out
+
+
+def producers(graph: ToolGraph) -> dict[str, dict[str, tuple[str, ...]]]:
+    """tool -> input -> the tools whose output fills it (hard ``param:`` prerequisite groups):
+    the lookups a ``not_found`` error's remedy repeats."""
+    out: dict[str, dict[str, tuple[str, ...]]] = {}
+    for tool in sorted(graph.tools):
+        for group, sources in graph.prerequisites(tool).items():
+            if group.startswith("param:"):
+                out.setdefault(tool, {})[group.split(":", 1)[1]] = tuple(sorted(sources))
+    return out
+
+
+def ground_truth_errors(trace: Trace) -> list[str]:
+    """The trace's results that report an error or a failure (core's one classifier)."""
+    from aworld_rl_core.tooluse import text_error
+
+    return [c.result for c in trace.calls if text_error(c.result) is not None]
 
 
 class Drop(Exception):
@@ -92,10 +143,23 @@ class SynthesisConfig:
     )
     error_rate: float = option(
         0.1,
-        help="share of rounds whose first agent call gets a constructed error response "
+        help="share of rounds where an agent call gets a constructed error response "
         "(dataset's error_tool_response; the paper's rate is unknown; 0 = none)",
         ge=0.0,
         le=1.0,
+    )
+    error_kinds: tuple[ErrorKind, ...] = option(
+        ERROR_KINDS,
+        help="kinds of constructed errors, one drawn per error round: transient (retry), auth "
+        "(log in again with the earlier login call, then retry), not_found (repeat the "
+        "lookup that gave the id, then retry) and missing_argument (send the whole call again)",
+    )
+    conversation_gate: bool = option(
+        True,
+        help="keep a round only if the kept conversation's calls, replayed from the "
+        "trajectory's start, pass BFCL's state and response checks against the ground truth; "
+        "the next round starts from the state they leave (false: the match rule alone, the "
+        "next round from the trace's state)",
     )
     allow_format_errors: bool = option(
         False, help="keep a round whose attempt broke the output format once"
@@ -121,6 +185,7 @@ class Draft:
     hints: list[str] = field(default_factory=list)
     attempt: int = 0
     inject_at: int | None = None
+    error_kind: ErrorKind = "transient"
     flags: list[dict[str, Any]] = field(default_factory=list)
     detail: str = ""
     """Why the record was dropped, in full (the pipeline counts the short reason)."""
@@ -188,6 +253,8 @@ class Synthesizer:
         self.guard_action = guard_action
         self.targets = None if targets is None else sorted(set(targets) & set(space.tools))
         self.seed = seed
+        self.login_tools = login_tools(self.graph)
+        self.producers = producers(self.graph)
 
     # -- phase I -------------------------------------------------------------------------------
 
@@ -217,7 +284,12 @@ class Synthesizer:
         allowed = self.space.tools_of(draft.trajectory.classes)
         pool = None if self.targets is None else [t for t in self.targets if t in allowed]
         target = choose_target(
-            self.graph, allowed, draft.rng, pool=pool, legality=self.config.sampler.legality
+            self.graph,
+            allowed,
+            draft.rng,
+            pool=pool,
+            legality=self.config.sampler.legality,
+            weighting=self.config.sampler.target_choice,
         )
         if target is None:
             raise Drop("no_target", f"no reachable target among {draft.trajectory.classes}")
@@ -227,9 +299,16 @@ class Synthesizer:
         )
         if not draft.trace.reached:
             raise Drop("target_unreached", f"{target} after {draft.trace.tools}")
+        errors = ground_truth_errors(draft.trace)
+        if errors:  # the sampler refuses failed calls; this holds whatever made the trace
+            raise Drop("ground_truth_error", errors[0][:160])
         draft.noise = choose_noise(draft.rng)
         draft.hints, draft.attempt, draft.tool, draft.query, draft.flags = [], 0, None, "", []
-        draft.inject_at = 0 if draft.rng.random() < self.config.error_rate else None
+        draft.inject_at = None
+        if draft.rng.random() < self.config.error_rate:
+            # the position among the agent's calls, then the kind (each with its remedy)
+            draft.inject_at = draft.rng.randrange(len(draft.trace.calls))
+            draft.error_kind = draft.rng.choice(list(self.config.error_kinds))
 
     # -- phase II ------------------------------------------------------------------------------
 
@@ -285,6 +364,9 @@ class Synthesizer:
             max_steps=self.config.max_steps,
             inject_error_at=draft.inject_at,
             error_text=error,
+            error_kind=draft.error_kind,
+            login_tools=self.login_tools,
+            producers=self.producers,
         )
 
     async def reason(
@@ -317,7 +399,7 @@ class Synthesizer:
             return "the response broke the output format"
         if not env.answered:
             return "the round ended without an answer"
-        made = [c.call for c in env.calls if c.ok]
+        made = [c.call for c in env.calls if c.ok and not c.remedy]
         verdict = match_round(
             self.config.match,
             made=made,
@@ -326,11 +408,19 @@ class Synthesizer:
             agent=env.session,
             trace_session=draft.session,
             expected_results=[c.result for c in draft.need_trace().calls],
-            agent_results=[c.result for c in env.calls if c.ok],
+            agent_results=[c.result for c in env.calls if c.ok and not c.remedy],
         )
-        if verdict.ok and draft.inject_at is not None and not env.injected:
-            return "the constructed error response was never given"
-        return None if verdict.ok else verdict.reason
+        if not verdict.ok:
+            return verdict.reason
+        if self.config.conversation_gate:
+            draft.trajectory.rounds.append(self._round(draft, env, episode))
+            try:
+                gate = check_conversation(draft.trajectory)
+            finally:
+                draft.trajectory.rounds.pop()
+            if not gate:
+                return gate.reason
+        return None
 
     async def _hint(self, draft: Draft, critic: Any, env: RoundEnv, problem: str) -> str:
         made = [(c.call, c.result) for c in env.calls]
@@ -350,33 +440,47 @@ class Synthesizer:
                 ]
         raise Drop("bad_hint", last)
 
-    def _keep(self, draft: Draft, env: RoundEnv, episode: Any) -> None:
+    def _round(self, draft: Draft, env: RoundEnv, episode: Any) -> Round:
+        """The round as it would be kept: the bare query, then the attempt's messages."""
         opening = len(env.reset())
         user = draft.query if not self.config.keep_hints else env.user
         messages = [{"role": "user", "content": user}, *episode.messages[opening:]]
-        draft.trajectory.rounds.append(
-            Round(
-                draft.need_trace(),
-                draft.need_tool(),
-                draft.query,
-                messages,
-                attempts=draft.attempt,
-                hints=list(draft.hints),
-                noise=draft.noise,
-                error_injected=env.injected,
-                flags=list(draft.flags),
-            )
+        return Round(
+            draft.need_trace(),
+            draft.need_tool(),
+            draft.query,
+            messages,
+            attempts=draft.attempt,
+            hints=list(draft.hints),
+            noise=draft.noise,
+            error_injected=env.injected,
+            flags=list(draft.flags),
         )
+
+    def _keep(self, draft: Draft, env: RoundEnv, episode: Any) -> None:
+        draft.trajectory.rounds.append(self._round(draft, env, episode))
         draft.need_start().close()
         draft.start = None
+        if self.config.conversation_gate:
+            # the next round starts where the kept conversation left the environment
+            draft.session.close()
+            draft.session = conversation_session(draft.trajectory, entry_id=draft.session.entry_id)
 
     # -- the end -------------------------------------------------------------------------------
 
     def finish(self, draft: Draft) -> Trajectory:
         """The trajectory, once its BFCL-shaped entry replays (Drop when it does not)."""
+        for n, round_ in enumerate(draft.trajectory.rounds):
+            errors = ground_truth_errors(round_.trace)
+            if errors and not round_.error_injected:
+                raise Drop("ground_truth_error", f"round {n + 1}: {errors[0][:160]}")
         verdict = replay(draft.trajectory.bfcl_entry())
         if not verdict:
             raise Drop("replay_mismatch", verdict.reason)
+        if self.config.conversation_gate:
+            gate = check_conversation(draft.trajectory)
+            if not gate:
+                raise Drop("conversation_mismatch", gate.reason)
         return draft.trajectory
 
 

@@ -8,6 +8,12 @@ BFCL writes a multi-turn test entry (``id``, ``question`` as per-turn message li
 strings) plus the results the ground truth returned, so any BFCL multi-turn executor can replay
 and judge it. :func:`replay` is the gate: a fresh core episode must replay the ground truth to
 exactly those results, and core's multi-turn judge must pass the ground truth against itself.
+
+:func:`check_conversation` is the gate on what is kept: the calls the assistant messages make,
+every round in order and replayed in a fresh episode from the trajectory's initial state, must
+pass BFCL's state and response checks against the ground truth (core's ``judge_multi_turn``,
+which gives bfcl-eval's verdicts). :func:`conversation_session` is the live state those calls
+leave, where the next round starts.
 """
 
 from __future__ import annotations
@@ -18,6 +24,7 @@ from typing import Any
 
 from aworld_rl_funreason_mt.round_env import system_prompt
 from aworld_rl_funreason_mt.sampler import Trace
+from aworld_rl_funreason_mt.space import Session
 from aworld_rl_funreason_mt.tooling import AdvancedTool
 
 ENTRY_PREFIX = "funreason_mt_"
@@ -99,6 +106,11 @@ class Trajectory:
         for round_ in self.rounds:
             out += [dict(m) for m in round_.messages]
         return out
+
+    def conversation_calls(self) -> list[list[str]]:
+        """Per round, the calls its assistant messages make (what a model replaying the
+        conversation issues, injected error responses included)."""
+        return [round_calls(r.messages, self.function_docs) for r in self.rounds]
 
     def ground_truth(self) -> list[list[str]]:
         return [r.trace.call_strings for r in self.rounds]
@@ -184,3 +196,86 @@ def replay(entry: Mapping[str, Any]) -> Replay:
     if not verdict.valid:
         return Replay(False, f"core's judge: {verdict.error_type}: {verdict.reason}")
     return Replay(True)
+
+
+def round_calls(
+    messages: Sequence[Mapping[str, Any]], function_docs: Sequence[Mapping[str, Any]]
+) -> list[str]:
+    """The calls the assistant messages of one round make, in order, as BFCL call strings (read
+    with the same parser as the round and the RL environment; a malformed message makes none)."""
+    from aworld_rl_core.tooluse import format_python_call, get_parser, signatures_from_tools
+
+    parse = get_parser(
+        "think_tool_python",
+        allow_both=False,
+        signatures=signatures_from_tools([dict(d) for d in function_docs]),
+    )
+    calls: list[str] = []
+    for message in messages:
+        if message.get("role") != "assistant":
+            continue
+        parsed = parse(str(message.get("content") or ""))
+        if parsed.ok:
+            calls += [format_python_call(c) for c in parsed.calls]
+    return calls
+
+
+def check_conversation(trajectory: Trajectory) -> Replay:
+    """BFCL's verdict on the kept conversation (module docstring): its calls, round by round in
+    one fresh episode, against the per-round ground truth."""
+    from aworld_rl_core.tooluse.bfcl import entry_from_raw, judge_multi_turn
+
+    if not trajectory.rounds:
+        return Replay(True)
+    for calls in trajectory.conversation_calls():
+        omitted = shared_defaults_left_out(calls, trajectory.classes)
+        if omitted:
+            return Replay(
+                False,
+                f"{omitted} leaves out a list argument whose default BFCL's executor shares "
+                "between calls: its result depends on the process's history; give the argument",
+            )
+    bfcl = entry_from_raw(trajectory.bfcl_entry())
+    verdict = judge_multi_turn(bfcl, trajectory.conversation_calls())
+    if not verdict.valid:
+        return Replay(False, f"BFCL's check of the conversation: {verdict.reason}")
+    return Replay(True)
+
+
+def shared_defaults_left_out(calls: Sequence[str], classes: Sequence[str]) -> str:
+    """The first call that leaves out a parameter whose default is a mutable list or dict (BFCL's
+    ``post_tweet(tags=[], mentions=[])``: bfcl-eval's executor shares that object between every
+    call in its process, core's copies it, so only a call that gives it is judged alike), or
+    ""."""
+    from aworld_rl_core.tooluse import parse_python_calls
+    from aworld_rl_core.tooluse.bfcl.apis import api_class
+    from aworld_rl_funreason_mt.space import mutable_defaults
+
+    owners = [api_class(c) for c in classes]
+    for text in calls:
+        try:
+            parsed = parse_python_calls(text)
+        except ValueError:
+            continue
+        for call in parsed:
+            method = next((getattr(o, call.name) for o in owners if hasattr(o, call.name)), None)
+            shared = mutable_defaults(method)
+            if set(shared) - set(call.arguments) and not call.positional:
+                return text
+    return ""
+
+
+def conversation_session(trajectory: Trajectory, *, entry_id: str | None = None) -> Session:
+    """A live session in the state the kept conversation left: its calls executed in order from
+    the initial state (failures kept in the history, as BFCL keeps them)."""
+    from aworld_rl_core.tooluse import parse_python_calls, signatures_from_tools
+
+    signatures = signatures_from_tools([dict(d) for d in trajectory.function_docs])
+    session = Session(
+        trajectory.classes, trajectory.initial_config, entry_id=entry_id or trajectory.entry_id
+    )
+    for calls in trajectory.conversation_calls():
+        for text in calls:
+            for call in parse_python_calls(text, signatures=signatures):
+                session.run(call)
+    return session

@@ -18,6 +18,20 @@ class OracleClient:
         return Completion(text=self.oracle({"messages": messages}), model=self.model)
 
 
+class ReverseOracle:
+    """TEST DOUBLE: the demo oracle, except that its reasoning answers issue the trace's calls
+    in reverse order (one plausible mistake a model makes; it never learns from a hint)."""
+
+    def __new__(cls):
+        from aworld_rl_funreason_mt.demo import DemoOracle
+
+        class _Reverse(DemoOracle):
+            def order(self, calls):
+                return list(reversed(calls))
+
+        return _Reverse()
+
+
 class ScriptClient:
     """TEST DOUBLE: replies from a list, in order (then the last one again)."""
 
@@ -63,3 +77,23 @@ async def run_steps(synth, draft, agents, *, attempts=3):
             except Retry:
                 continue
     return synth.finish(draft), log
+
+
+def play_in_rl_env(trajectory):
+    """TEST SCAFFOLD: the kept conversation's assistant messages, in order, played in the
+    package's RL environment (core's ``core.bfcl-multi-turn`` on the trajectory's RL row);
+    returns the final step (its reward and info)."""
+    from aworld_rl_core.tooluse.bfcl.environment import env_from_row
+    from aworld_rl_funreason_mt.export import rl_rows
+
+    env = env_from_row(rl_rows([trajectory])[0])
+    env.reset()
+    step = None
+    try:
+        for message in trajectory.messages():
+            if message["role"] == "assistant":
+                assert step is None or not step.done, "the episode ended before the conversation"
+                step = env.step(message["content"])
+    finally:
+        env.close()
+    return step

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import json
 import re
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -40,8 +40,12 @@ def dataset_info_entry(file_name: str) -> dict[str, Any]:
     }
 
 
-def to_sharegpt(item: ToolUseRecord | Mapping[str, Any]) -> dict[str, Any]:
-    """One record as a LLaMA-Factory sharegpt row."""
+def to_sharegpt(
+    item: ToolUseRecord | Mapping[str, Any], *, metadata_keys: Sequence[str] = ()
+) -> dict[str, Any]:
+    """One record as a LLaMA-Factory sharegpt row (plus ``metadata_keys`` of its metadata as
+    columns of their own, e.g. a data-quality flag a user filters on; LLaMA-Factory reads only
+    the columns ``dataset_info.json`` maps)."""
     record = as_record(item)
     where = f"record {record.id!r}" if record.id else "record"
     messages = list(record.messages)
@@ -77,11 +81,16 @@ def to_sharegpt(item: ToolUseRecord | Mapping[str, Any]) -> dict[str, Any]:
                 f"{turn['from']!r} (expected {' or '.join(allowed)}); merge consecutive "
                 "user/assistant messages first"
             )
-    return {
+    row = {
         "conversations": turns,
         "system": system,
         "tools": json.dumps(record.tool_functions(), ensure_ascii=False) if record.tools else "",
     }
+    for key in metadata_keys:
+        if key in row:
+            raise RecordError(f"metadata key {key!r} would overwrite the sharegpt column {key!r}")
+        row[key] = record.metadata.get(key)
+    return row
 
 
 def _assistant_turn(message: Mapping[str, Any], where: str) -> dict[str, str]:
@@ -111,18 +120,23 @@ def _assistant_turn(message: Mapping[str, Any], where: str) -> dict[str, str]:
 
 
 def write_sharegpt(
-    records: Iterable[ToolUseRecord | Mapping[str, Any]], dir: str | Path, name: str
+    records: Iterable[ToolUseRecord | Mapping[str, Any]],
+    dir: str | Path,
+    name: str,
+    *,
+    metadata_keys: Sequence[str] = (),
 ) -> Path:
     """Write ``<dir>/<name>.json`` and add ``name`` to ``<dir>/dataset_info.json``.
 
-    Other entries of an existing ``dataset_info.json`` are kept. Returns the data file's path;
+    ``metadata_keys`` copies those keys of each record's metadata into its row. Other entries of
+    an existing ``dataset_info.json`` are kept. Returns the data file's path;
     pass ``dataset_dir=<dir>`` and ``dataset=<name>`` to LLaMA-Factory.
     """
     if not name or not re.fullmatch(r"[A-Za-z0-9_.\-]+", name):
         raise RecordError(f"dataset name {name!r}: use letters, digits, '_', '-', '.'")
     directory = Path(dir)
     directory.mkdir(parents=True, exist_ok=True)
-    rows = [to_sharegpt(r) for r in records]
+    rows = [to_sharegpt(r, metadata_keys=metadata_keys) for r in records]
     if not rows:
         raise RecordError(f"write_sharegpt({name!r}): no records to write")
     data_file = directory / f"{name}.json"

@@ -22,6 +22,7 @@ from aworld_rl_core.tooluse.dispatch import (
     format_result,
     public_methods,
 )
+from aworld_rl_core.tooluse.errors import ResultError, is_error, result_error, text_error
 from aworld_rl_core.tooluse.parsers import (
     PROTOCOLS,
     ParsedResponse,
@@ -42,6 +43,7 @@ __all__ = [
     "Dispatcher",
     "ParseLimits",
     "ParsedResponse",
+    "ResultError",
     "ToolCallParseError",
     "ToolResult",
     "bind_positional",
@@ -49,6 +51,7 @@ __all__ = [
     "format_python_calls",
     "format_result",
     "get_parser",
+    "is_error",
     "parse_hermes",
     "parse_json_calls",
     "parse_python_calls",
@@ -58,5 +61,7 @@ __all__ = [
     "parse_think_tool_python",
     "protocol_names",
     "public_methods",
+    "result_error",
     "signatures_from_tools",
+    "text_error",
 ]

@@ -32,6 +32,7 @@ from aworld_rl_core.tooluse.calls import (
     ToolCallParseError,
     parse_python_calls,
 )
+from aworld_rl_core.tooluse.errors import ResultError, result_error
 from aworld_rl_core.tooluse.timer import CallTimeout, arm, disarm
 
 __all__ = [
@@ -105,6 +106,21 @@ class ToolResult:
     @property
     def ok(self) -> bool:
         return self.kind == "ok"
+
+    @property
+    def error(self) -> ResultError | None:
+        """Why the call is not a success (:mod:`aworld_rl_core.tooluse.errors`): any kind but
+        ``ok`` is an error; a clean return may still report a failure (``{"success": false}``)."""
+        if self.kind in ("ok", "returned_error"):
+            found = result_error(self.value)
+            if found is not None or self.kind == "ok":
+                return found
+        return ResultError("error", self.text)
+
+    @property
+    def failed(self) -> bool:
+        """An error or a reported failure (what a data generator must not take for a success)."""
+        return self.error is not None
 
 
 def format_result(value: Any) -> str:
@@ -348,7 +364,8 @@ class Dispatcher:
             )
         except Exception as exc:  # a tool failing is an observation for the model, not a crash
             return ToolResult(f"{ERROR_PREFIX}{exc}", "raised", call)
-        kind: ResultKind = "returned_error" if _is_error_dict(value) else "ok"
+        found = result_error(value)
+        kind: ResultKind = "returned_error" if found and found.kind == "error" else "ok"
         return ToolResult(text, kind, call, value)
 
     def _over_limit(self, name: str, spec: _MethodSpec, call: Call) -> str:
@@ -400,10 +417,6 @@ class Dispatcher:
     def execute_texts(self, calls: Iterable[str | Call]) -> list[str]:
         """Like :meth:`execute` but only the result strings (BFCL executor's first return value)."""
         return [r.text for r in self.execute(calls)]
-
-
-def _is_error_dict(value: Any) -> bool:
-    return isinstance(value, dict) and "error" in value
 
 
 _SCALARS = frozenset({str, float, bool, type(None)})

@@ -3,10 +3,8 @@
 from __future__ import annotations
 
 import asyncio
-import json
-from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any, Literal
+from typing import Literal
 
 from aworld_rl_core.config import option
 from aworld_rl_core.llm.config import LLMConfig
@@ -32,6 +30,14 @@ class TrajectoryData:
     tool_docs: ToolDocs = option(
         "json", help="tools in the system prompt: json (BFCL docs, as synthesized) or compact"
     )
+    held_out: float = option(
+        0.1,
+        help="share of the entries held out (a stable hash split of their ids): RL validates on "
+        "them and funreason_mt.eval scores them; training never sees them",
+        ge=0.0,
+        le=0.9,
+    )
+    split_seed: int = option(0, help="seed of the held-out split")
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -48,6 +54,14 @@ class SpaceConfig:
         "test states: a contamination risk, listed in the report)",
     )
 
+    generated_states: int = option(
+        12,
+        help="initial states drawn per class by the package's seeded generators, added to the "
+        "scenarios (0: the scenarios alone; the builtin pack holds 15 states in all)",
+        ge=0,
+    )
+    states_seed: int = option(0, help="seed of the generated initial states")
+
     def build(self) -> ToolSpace:
         unknown = [c for c in self.held_out_classes if c not in self.classes]
         if unknown:
@@ -55,7 +69,12 @@ class SpaceConfig:
         kept = tuple(c for c in self.classes if c not in self.held_out_classes)
         if not kept:
             raise ValueError("space.held_out_classes leaves no class to synthesize with")
-        return ToolSpace(kept, scenarios=self.scenarios)
+        return ToolSpace(
+            kept,
+            scenarios=self.scenarios,
+            generated_states=self.generated_states,
+            seed=self.states_seed,
+        )
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -101,18 +120,3 @@ async def _ask(fn, space, client):
         return await fn(space, client)
     finally:
         await client.aclose()
-
-
-def rl_rows_from_entries(
-    entries: Sequence[Mapping[str, Any]], *, tool_docs: ToolDocs = "json"
-) -> list[dict[str, Any]]:
-    """RL rows: the FunReason-MT opening (system prompt with the tools, first user turn) and
-    the entry the environment plays, as JSON (verl's parquet keeps it as one string)."""
-    from aworld_rl_funreason_mt.round_env import system_prompt
-
-    rows = []
-    for entry in entries:
-        opening = [{"role": "system", "content": system_prompt(entry["function"], tool_docs)}]
-        opening += [dict(m) for m in entry["question"][0]]
-        rows.append({"prompt": opening, "entry_id": entry["id"], "bfcl_entry": json.dumps(entry)})
-    return rows

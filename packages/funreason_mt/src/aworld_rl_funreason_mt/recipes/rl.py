@@ -17,7 +17,9 @@ from aworld_rl_core.config import option
 from aworld_rl_core.runs import Run, RunResult
 from aworld_rl_core.tracking import TrackingConfig
 from aworld_rl_funreason_mt.data import read_entries
-from aworld_rl_funreason_mt.recipes.common import TrajectoryData, rl_rows_from_entries
+from aworld_rl_funreason_mt.evaluation import split_entries
+from aworld_rl_funreason_mt.export import rl_rows
+from aworld_rl_funreason_mt.recipes.common import TrajectoryData
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -76,10 +78,12 @@ def run(cfg: RlRecipeConfig, run: Run) -> RunResult:
     entries = read_entries(cfg.data.path)
     if cfg.data.drop_error_responses:
         entries = [e for e in entries if not e.get("error_tool_response")]
-    if cfg.data.limit:
-        entries = entries[: cfg.data.limit]
     if not entries:
         raise ValueError(f"no training entries in {cfg.data.path}")
+    # held out first (a stable split of all the data), so a limit never trains on them
+    train, held = split_entries(entries, cfg.data.held_out, seed=cfg.data.split_seed)
+    if cfg.data.limit:
+        train = train[: cfg.data.limit]
     env = Ref.named(
         cfg.env.name,
         {
@@ -88,10 +92,24 @@ def run(cfg: RlRecipeConfig, run: Run) -> RunResult:
             "max_steps_per_turn": cfg.env.max_steps_per_turn,
         },
     )
-    rows = rl_rows_from_entries(entries, tool_docs=cfg.data.tool_docs)
-    job = TrainJob(model=cfg.model, trainer=cfg.trainer, run=run, train_rows=rows, env=env)
+    if not train:
+        raise ValueError(f"data.held_out={cfg.data.held_out} leaves no training entries")
+    rows = rl_rows(train, tool_docs=cfg.data.tool_docs)
+    eval_rows = rl_rows(held, tool_docs=cfg.data.tool_docs)
+    job = TrainJob(
+        model=cfg.model,
+        trainer=cfg.trainer,
+        run=run,
+        train_rows=rows,
+        eval_rows=eval_rows,
+        env=env,
+    )
     result = get_trainer(cfg.trainer.backend)().train(job)
-    metrics = {**result.metrics, "train_entries": float(len(rows))}
+    metrics = {
+        **result.metrics,
+        "train_entries": float(len(rows)),
+        "held_out_entries": float(len(eval_rows)),
+    }
     return RunResult(
         metrics=metrics, outputs=dict(result.outputs), checkpoints=list(result.checkpoints)
     )

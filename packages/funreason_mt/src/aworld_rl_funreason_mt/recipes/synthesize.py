@@ -22,6 +22,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import json
+import os
 from collections.abc import Awaitable, Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass
 from pathlib import Path
@@ -31,7 +32,8 @@ from aworld_rl_core.config import option
 from aworld_rl_core.llm.config import LLMConfig
 from aworld_rl_core.runs import Run, RunResult
 from aworld_rl_funreason_mt.contamination import ContaminationIndex
-from aworld_rl_funreason_mt.export import FORMATS, write_exports
+from aworld_rl_funreason_mt.export import DEFAULT_FORMATS, FORMATS, write_exports
+from aworld_rl_funreason_mt.figures import chain_figures, chain_table
 from aworld_rl_funreason_mt.recipes.common import GraphConfig, SpaceConfig
 from aworld_rl_funreason_mt.synthesis import Draft, Drop, Retry, SynthesisConfig, Synthesizer
 from aworld_rl_funreason_mt.trajectory import Trajectory
@@ -75,6 +77,19 @@ class GuardConfig:
     max_overlap: float = option(
         0.5, help="share of a query's n-grams found in one BFCL question that flags it", gt=0, le=1
     )
+    max_reverse_overlap: float = option(
+        0.5,
+        help="share of one BFCL question's n-grams found in a query that flags it (a question "
+        "padded with context)",
+        gt=0,
+        le=1,
+    )
+    near_min_calls: int = option(
+        2,
+        help="ground truth one call longer or shorter than a BFCL turn is flagged when the shorter "
+        "of the two has at least this many calls (the same calls in any order always are)",
+        ge=1,
+    )
     action: Literal["drop", "flag"] = option(
         "drop", help="drop flagged rounds (the record), or keep them and list them in the report"
     )
@@ -89,6 +104,12 @@ class HardGenConfig:
     )
     reference_results: str = option(
         "", help="the same for the reference model (e.g. Llama-3.2-3B-Instruct)"
+    )
+
+    test_informed: bool = option(
+        False,
+        help="allow choosing targets from BFCL test results (HardGen's reading): the chosen tools "
+        "come from the test set the data is then evaluated on; off by default",
     )
 
     @property
@@ -118,7 +139,9 @@ class SynthesizeConfig:
     stage_attempts: int = option(
         3, help="tries of the tooling and querying stages before a record is dropped", ge=1
     )
-    exports: tuple[str, ...] = option(FORMATS, help=f"export formats ({', '.join(FORMATS)})")
+    exports: tuple[str, ...] = option(
+        DEFAULT_FORMATS, help=f"export formats ({', '.join(FORMATS)})"
+    )
 
 
 @contextlib.contextmanager
@@ -158,13 +181,24 @@ def agent_configs(cfg: SynthesizeConfig, demo_url: str | None) -> dict[str, LLMC
 def contamination_index(cfg: GuardConfig) -> ContaminationIndex | None:
     if not cfg.enabled:
         return None
-    return ContaminationIndex.from_bfcl(n=cfg.ngram, max_overlap=cfg.max_overlap)
+    return ContaminationIndex.from_bfcl(
+        n=cfg.ngram,
+        max_overlap=cfg.max_overlap,
+        max_reverse_overlap=cfg.max_reverse_overlap,
+        near_min_calls=cfg.near_min_calls,
+    )
 
 
 def hardgen_targets(cfg: HardGenConfig) -> list[str] | None:
     """The tools both models fail on (None: HardGen mode is off)."""
     if not cfg.enabled:
         return None
+    if not cfg.test_informed:
+        raise ValueError(
+            "hardgen.target_results / reference_results pick targets from BFCL test results, "
+            "which leaks the test set into data evaluated on BFCL; set hardgen.test_informed=true "
+            "to do it anyway (HardGen's reading), or give results on data that is not BFCL's"
+        )
     if not (cfg.target_results and cfg.reference_results):
         raise ValueError("HardGen needs both hardgen.target_results and hardgen.reference_results")
     from aworld_rl_funreason_mt.hardgen import hard_tools
@@ -173,6 +207,32 @@ def hardgen_targets(cfg: HardGenConfig) -> list[str] | None:
     if not tools:
         raise ValueError("HardGen: the two models fail on no common tool; nothing to aim at")
     return tools
+
+
+def guard_table(index: ContaminationIndex, stats: Any, kept: list[Any]) -> str:
+    """The guard's figures: what it indexed, its thresholds, what it dropped and flagged."""
+    from collections import Counter
+
+    from aworld_rl_funreason_mt.contamination import FLAG_KINDS
+
+    dropped: Counter[str] = Counter()
+    for y in stats.stages.values():
+        for reason, n in y.failed.items():
+            if "contaminated:" in reason:  # "dropped: contaminated:<kind>"
+                dropped[reason.split("contaminated:", 1)[1].strip()] += n
+    flagged = Counter(f["kind"] for t in kept for r in t.rounds for f in r.flags)
+    questions, sequences = index.size
+    lines = [
+        f"Indexed: {questions} questions and {sequences} distinct ground-truth turns of every "
+        f"BFCL multi-turn category; flags at query-in-question >= {index.max_overlap}, "
+        f"question-in-query >= {index.max_reverse_overlap} ({index.n}-grams), equal calls in "
+        f"order or as a set, one call more or fewer (shorter side >= {index.near_min_calls}).",
+        "",
+        "| flag | rounds dropped | kept rounds flagged |",
+        "|---|---|---|",
+    ]
+    lines += [f"| {k} | {dropped.get(k, 0)} | {flagged.get(k, 0)} |" for k in FLAG_KINDS]
+    return "\n".join(lines) + "\n"
 
 
 def usage_table(trajectories: list[Any]) -> str:
@@ -201,8 +261,21 @@ PIPELINE_FILE = "synthesis.jsonl"
 TRAJECTORIES_FILE = "trajectories.jsonl"
 
 
-def record_stages(synth: Synthesizer, cfg: SynthesizeConfig) -> list[Any]:
-    """The stages of every record: ``draft``, then five per round, then ``replay``."""
+def append_trajectory(path: Path, trajectory: Trajectory) -> None:
+    """One kept trajectory appended to ``path`` the moment it passes (flushed to disk)."""
+    with path.open("a", encoding="utf-8") as handle:
+        handle.write(json.dumps(trajectory.to_dict()) + "\n")
+        handle.flush()
+        os.fsync(handle.fileno())
+
+
+def record_stages(
+    synth: Synthesizer,
+    cfg: SynthesizeConfig,
+    on_kept: Callable[[Trajectory], None] | None = None,
+) -> list[Any]:
+    """The stages of every record: ``draft``, then five per round, then ``replay`` (which hands
+    a kept trajectory to ``on_kept``)."""
     from aworld_rl_core.pipeline import Failed, Passed, Regenerate, Stage
 
     async def start(item: Mapping[str, Any], ctx: Any) -> Any:
@@ -241,6 +314,8 @@ def record_stages(synth: Synthesizer, cfg: SynthesizeConfig) -> list[Any]:
 
     async def finish(draft: Draft, ctx: Any) -> None:
         draft.kept = synth.finish(draft)
+        if on_kept is not None:
+            on_kept(draft.kept)
 
     stages = [Stage("draft", start)]
     for r in range(1, cfg.synthesis.rounds + 1):
@@ -282,14 +357,14 @@ async def run_pipeline(
     configs: Mapping[str, LLMConfig],
     items: Iterable[Mapping[str, Any]],
     path: Path,
+    on_kept: Callable[[Trajectory], None] | None = None,
 ) -> Any:
     """Every record through its stages into ``path`` (resumable); the pipeline's report."""
     from aworld_rl_core.pipeline import Pipeline
 
     clients, owned = make_clients(configs)
-    pipeline = Pipeline(
-        record_stages(synth, cfg), clients=clients, key="key", seed=cfg.seed, serialize=serialize
-    )
+    stages = record_stages(synth, cfg, on_kept)
+    pipeline = Pipeline(stages, clients=clients, key="key", seed=cfg.seed, serialize=serialize)
     try:
         return await pipeline.run(items, path, concurrency=cfg.concurrency)
     finally:
@@ -341,9 +416,21 @@ def run(cfg: SynthesizeConfig, run: Run) -> RunResult:
     with demo_endpoint(cfg.demo) as url:
         configs = agent_configs(cfg, url)
         progress = run.progress(items, total=len(items), desc="trajectories")
-        report = asyncio.run(run_pipeline(synth, cfg, configs, progress, run.dir / PIPELINE_FILE))
+        path = run.dir / TRAJECTORIES_FILE
+        path.touch()
+        report = asyncio.run(
+            run_pipeline(
+                synth,
+                cfg,
+                configs,
+                progress,
+                run.dir / PIPELINE_FILE,
+                on_kept=lambda t: append_trajectory(path, t),
+            )
+        )
     kept = [Trajectory.from_dict(r["item"]["trajectory"]) for r in report.records if r["passed"]]
-    path = run.dir / TRAJECTORIES_FILE
+    # the pipeline's file is the record of what passed: written in record order, the appended
+    # file loses a line torn by a kill and the duplicate of a record redone after it
     path.write_text("".join(json.dumps(t.to_dict()) + "\n" for t in kept), encoding="utf-8")
     outputs["trajectories"] = path
     outputs["pipeline"] = run.dir / PIPELINE_FILE
@@ -354,9 +441,12 @@ def run(cfg: SynthesizeConfig, run: Run) -> RunResult:
     run.add_section("Yields by stage kind (all rounds)", yields_by_kind(stats) + "\n")
     run.add_section("Yields by stage", stats.table() + "\n")
     run.add_section("Classes and tools of the kept trajectories", usage_table(kept))
+    owners = {name: tool.cls for name, tool in space.tools.items()}
+    chains = chain_figures(kept, owners)
+    run.add_section("Chains and initial states of the kept rounds", chain_table(chains))
     flagged = sum(bool(r.flags) for t in kept for r in t.rounds)
-    if cfg.guard.action == "flag":
-        run.add_section("Contamination flags", f"{flagged} kept rounds resemble BFCL's test set.\n")
+    if synth.guard_index is not None:
+        run.add_section("Contamination guard", guard_table(synth.guard_index, stats, kept))
     if llm_errors:
         lines = "\n".join(f"- {c}: {e}" for c, e in llm_errors.items())
         run.add_section("Graph: LLM replies left out", lines + "\n")
@@ -369,6 +459,7 @@ def run(cfg: SynthesizeConfig, run: Run) -> RunResult:
         "error_tool_response": float(sum(t.error_tool_response for t in kept)),
         "contamination_flags": float(flagged),
         "skipped_done": float(report.jobs.skipped),
+        **{f"chains/{k}": v for k, v in chains.items()},
     }
     run.log(metrics)
     return RunResult(metrics=metrics, outputs=outputs)

@@ -1,7 +1,8 @@
 """BFCL's multi-turn API classes: look them up and build fresh, per-episode instances.
 
-Only the eight offline classes of the multi-turn categories are supported (the v4 web-search and
-memory backends need network, API keys or model downloads).
+The eight offline classes of the multi-turn categories are supported (the v4 web-search and
+memory backends need network, API keys or model downloads), and any class a plugin registers
+through the ``register_api_classes`` hook (a user's own API, played and judged the same way).
 """
 
 from __future__ import annotations
@@ -28,14 +29,51 @@ OFFLINE_CLASSES = frozenset(
 )
 
 
-@cache
+def registered_api_classes() -> dict[str, Any]:
+    """API classes the installed plugins registered (``register_api_classes``): name -> entry."""
+    from aworld_rl_core.registry import current
+
+    return dict(current().entries["api_classes"])
+
+
 def api_class(name: str) -> type:
-    """The BFCL API class called ``name`` (e.g. ``"GorillaFileSystem"``); looked up once."""
-    if name not in OFFLINE_CLASSES:
+    """The API class called ``name``: one of BFCL's offline classes (``"GorillaFileSystem"``,
+    looked up once) or one a plugin registered."""
+    if name in OFFLINE_CLASSES:
+        return _bfcl_class(name)
+    registered = registered_api_classes()
+    if name not in registered:
         raise ValueError(
-            f"BFCL API class {name!r} is not supported offline; supported: "
-            f"{', '.join(sorted(OFFLINE_CLASSES))}"
+            f"API class {name!r} is neither one of BFCL's offline classes "
+            f"({', '.join(sorted(OFFLINE_CLASSES))}) nor registered by a plugin "
+            f"({', '.join(sorted(registered)) or 'none'}); register it with the "
+            "register_api_classes hook"
         )
+    cls = registered[name].load()
+    if not isinstance(cls, type):
+        raise TypeError(f"registered API class {name!r} is a {type(cls).__name__}, not a class")
+    return cls
+
+
+def registered_docs(name: str) -> list[dict[str, Any]]:
+    """The function docs a registered API class came with (its ``docs``)."""
+    from aworld_rl_core.registry import resolve
+
+    entry = registered_api_classes().get(name)
+    if entry is None:
+        raise ValueError(f"no registered API class {name!r}")
+    docs = entry.meta.get("docs")
+    docs = resolve(docs) if isinstance(docs, str) else docs
+    if not isinstance(docs, (list, tuple)) or not all(isinstance(d, Mapping) for d in docs):
+        raise ValueError(
+            f"registered API class {name!r} needs docs=[...] (BFCL function docs) or "
+            "docs='module:attr' naming such a list"
+        )
+    return [dict(d) for d in docs]
+
+
+@cache
+def _bfcl_class(name: str) -> type:
     bfcl_root()
     if name == "MathAPI":
         require_module("mpmath")
@@ -75,7 +113,14 @@ def build_instances(
         instance = api_class(name)()
         if name not in stateless:
             state = json.loads(initial_config_json.get(name, "{}"))
-            instance._load_scenario(state, long_context=long_context)
+            load = getattr(instance, "_load_scenario", None)
+            if load is not None:
+                load(state, long_context=long_context)
+            elif state:
+                raise ValueError(
+                    f"API class {name} has no _load_scenario(state, long_context=False) but the "
+                    "entry gives it an initial state"
+                )
         instances[name] = instance
     return instances
 

@@ -92,6 +92,10 @@ class TurnResult(NamedTuple):
     state_differences: Mapping[str, Any] = NO_DETAILS
     error_type: str = ""
     reason: str = ""
+    ground_truth_errors: tuple[str, ...] = ()
+    """Ground-truth results that report an error or a failure (core's one classifier,
+    :mod:`aworld_rl_core.tooluse.errors`): BFCL judges them like any result; a data generator
+    reads them to refuse ground truth that fails."""
 
     @property
     def passed(self) -> bool:
@@ -218,8 +222,12 @@ class MultiTurnEpisode:
             result = TurnResult(index, 0.0, made_calls, False, reason="not judged (judge=False)")
         else:
             expected = list(self.entry.ground_truth[index])
-            gt_results = self._twin_dispatcher.execute_texts([_pre_parsed(c) for c in expected])
+            executed = self._twin_dispatcher.execute([_pre_parsed(c) for c in expected])
+            gt_results = [r.text for r in executed]
             result = self._judge_turn(index, expected, gt_results, made_calls)
+            errors = tuple(r.text for r in executed if r.failed)
+            if errors:
+                result = result._replace(ground_truth_errors=errors)
         self.turn_results.append(result)
         self.turn += 1
         self._turn_calls = 0

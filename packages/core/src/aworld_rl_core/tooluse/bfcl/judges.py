@@ -27,7 +27,7 @@ from aworld_rl_core.tooluse.bfcl.loader import (
     BfclEntry,
     language_of,
 )
-from aworld_rl_core.tooluse.bfcl.verdict import Verdict
+from aworld_rl_core.tooluse.bfcl.verdict import NO_DETAILS, Verdict
 from aworld_rl_core.tooluse.calls import (
     Call,
     ToolCallParseError,
@@ -145,6 +145,9 @@ def judge_multi_turn(
 ) -> Verdict:
     """BFCL's multi-turn verdict for the calls a model made in each turn.
 
+    ``details["ground_truth_errors"]`` (turn -> results) lists ground-truth results that report
+    an error (core's one classifier), which BFCL judges like any other result.
+
     Valid when every turn passes (state checker + unordered response checker after each turn with
     ground-truth calls; no call in turns whose ground truth is empty, unless
     ``irrelevance_check=False``, which mirrors bfcl-eval 2026.3.23's eval runner). A turn count
@@ -164,19 +167,23 @@ def judge_multi_turn(
         )
     scores: list[float] = []
     first_failure = None
+    gt_errors: dict[int, tuple[str, ...]] = {}
     with MultiTurnEpisode(entry, irrelevance_check=irrelevance_check) as episode:
         for turn in calls_per_turn:
             episode.execute(_flatten_turn(turn))
             result = episode.end_turn()
             scores.append(result.score)
+            if result.ground_truth_errors:
+                gt_errors[result.turn] = result.ground_truth_errors
             if first_failure is None and not result.passed:
                 first_failure = result
+    extra = {"ground_truth_errors": gt_errors} if gt_errors else {}
     if first_failure is None:
-        return Verdict(True, tuple(scores))
+        return Verdict(True, tuple(scores), details=extra or NO_DETAILS)
     return Verdict(
         False,
         tuple(scores),
         first_failure.reason,
         first_failure.error_type,
-        {"turn": first_failure.turn, "missing_results": first_failure.missing_results},
+        {"turn": first_failure.turn, "missing_results": first_failure.missing_results, **extra},
     )

@@ -192,9 +192,19 @@ def _load_docs(root: Path, classes: set[str]) -> dict[str, list[dict[str, Any]]]
 
 def function_docs(classes: Sequence[str]) -> dict[str, list[dict[str, Any]]]:
     """BFCL's multi-turn tool docs (``multi_turn_func_doc``) of each API class, in ``classes``
-    order, e.g. ``function_docs(["GorillaFileSystem"])["GorillaFileSystem"][0]["name"]``."""
-    docs = _load_docs(data_dir(), set(classes))
-    return {cls: docs[cls] for cls in classes}
+    order, e.g. ``function_docs(["GorillaFileSystem"])["GorillaFileSystem"][0]["name"]``; a
+    class a plugin registered gives the docs it was registered with."""
+    from aworld_rl_core.tooluse.bfcl.apis import registered_api_classes, registered_docs
+
+    bfcl = {c for c in classes if c in _doc_file_mapping()}
+    unknown = sorted(set(classes) - bfcl - set(registered_api_classes()))
+    if unknown:
+        raise ValueError(
+            f"unknown API classes {unknown}: neither BFCL's nor registered by a plugin (the "
+            "register_api_classes hook)"
+        )
+    docs = _load_docs(data_dir(), bfcl) if bfcl else {}
+    return {cls: docs[cls] if cls in bfcl else registered_docs(cls) for cls in classes}
 
 
 def entry_from_raw(
@@ -218,7 +228,7 @@ def entry_from_raw(
     if data.get("function"):
         functions, missed = _multi_turn_functions(data, {}, given=data["function"])
     else:
-        docs = _load_docs(data_dir(), set(data["involved_classes"]))
+        docs = function_docs(sorted(set(data["involved_classes"])))
         functions, missed = _multi_turn_functions(data, docs)
     truth = ground_truth if ground_truth is not None else data.get("ground_truth")
     return BfclEntry(str(data["id"]), category, data, truth, functions, missed)

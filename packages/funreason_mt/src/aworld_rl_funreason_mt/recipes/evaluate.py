@@ -1,0 +1,210 @@
+"""``funreason_mt.eval``: BFCL multi-turn accuracy of a model, and on held-out synthesized data.
+
+The model is any core LLM client: an OpenAI-compatible server (vLLM, SGLang, any API:
+``llm.provider=openai``, ``llm.base_url``) or a local transformers model (``llm.provider=local``,
+``tiny:<arch>`` for core's tiny models). ``entries=bfcl`` (default) plays BFCL's multi-turn
+categories, ``held_out`` the held-out split of a synthesize run (the same split the RL recipe
+validates on), ``both`` both. ``protocol=bfcl`` (default) is BFCL's prompting protocol with one
+greedy reply per step; ``funreason_mt`` the format the data teaches. Outputs: BFCL result files
+for BFCL's entries (``bfcl/result/<model>/multi_turn/BFCL_v4_<cat>_result.json``, scored by
+``bfcl evaluate --partial-eval``; the command is in ``bfcl/scores.json`` and the report),
+``outcomes.jsonl`` and ``scores.json``.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+from dataclasses import dataclass, replace
+from typing import Any, Literal
+
+from aworld_rl_core.config import option
+from aworld_rl_core.llm import LLMConfig
+from aworld_rl_core.runs import Run, RunResult
+from aworld_rl_core.tooluse.bfcl.loader import MULTI_TURN_CATEGORIES
+from aworld_rl_core.tooluse.bfcl.results import DEFAULT_MODEL
+from aworld_rl_funreason_mt.evaluation import PROTOCOLS
+from aworld_rl_funreason_mt.recipes.common import TrajectoryData
+
+
+@dataclass(frozen=True, kw_only=True)
+class EvalConfig:
+    """BFCL multi-turn evaluation (and held-out synthesized entries)."""
+
+    protocol: Literal["bfcl", "funreason_mt"] = option(
+        "bfcl",
+        help="bfcl: BFCL's prompting protocol and verdicts (the leaderboard's); funreason_mt: the "
+        "<think>/<tool_call>/<answer> format of the synthesized data",
+    )
+    entries: Literal["bfcl", "held_out", "both"] = option(
+        "bfcl", help="bfcl: BFCL's multi-turn categories; held_out: the synthesized held-out split"
+    )
+    categories: tuple[str, ...] = option(
+        MULTI_TURN_CATEGORIES, help="BFCL multi-turn categories (entries=bfcl or both)"
+    )
+    limit: int = option(0, help="first N entries per BFCL category (0 = all)", ge=0)
+    data: TrajectoryData = option(
+        factory=TrajectoryData, help="synthesized data and its held-out split (entries=held_out)"
+    )
+    agent: Literal["llm", "ground_truth"] = option(
+        "llm", help="llm: the model in `llm`; ground_truth: the entries' answers (a 100% check)"
+    )
+    llm: LLMConfig = option(
+        factory=lambda: LLMConfig(temperature=0.0, max_tokens=4096),
+        help="the model under test (an OpenAI-compatible endpoint or provider=local)",
+    )
+    max_steps_per_turn: int = option(20, help="replies per user turn (BFCL: 20)", ge=1)
+    result_model: str = option(
+        DEFAULT_MODEL,
+        help="model folder of the BFCL result files (a prompting model bfcl-eval has registered)",
+    )
+    concurrency: int = option(8, help="episodes in flight", ge=1)
+
+
+def _check(cfg: EvalConfig) -> None:
+    from aworld_rl_core.tooluse.bfcl.results import check_leaderboard_data, check_model
+
+    check_model(cfg.result_model)
+    if cfg.protocol == "bfcl" and cfg.entries != "held_out":
+        check_leaderboard_data()
+    if cfg.protocol == "bfcl" and cfg.agent == "llm" and cfg.llm.temperature != 0.0:
+        raise ValueError(
+            f"protocol=bfcl decodes greedily, as the leaderboard does; llm.temperature is "
+            f"{cfg.llm.temperature}: set llm.temperature=0 (or protocol=funreason_mt to sample)"
+        )
+    unknown = [c for c in cfg.categories if c not in MULTI_TURN_CATEGORIES]
+    if unknown:
+        raise ValueError(
+            f"categories {unknown} are not BFCL multi-turn categories "
+            f"({', '.join(MULTI_TURN_CATEGORIES)})"
+        )
+
+
+def held_out_entries(data: TrajectoryData) -> list[Any]:
+    """The held-out split of the synthesized entries, as core BFCL entries."""
+    from aworld_rl_core.tooluse.bfcl import entry_from_raw
+    from aworld_rl_funreason_mt.data import read_entries
+    from aworld_rl_funreason_mt.evaluation import split_entries
+
+    _, held = split_entries(read_entries(data.path), data.held_out, seed=data.split_seed)
+    if not held:
+        raise ValueError(
+            f"no held-out entries in {data.path} (data.held_out={data.held_out}); raise "
+            "data.held_out or give more data"
+        )
+    return [entry_from_raw(dict(e)) for e in held]
+
+
+def local_model(value: str) -> str:
+    """A loadable model: a finished run's directory (``funreason_mt.sft``/``.rl``) stands for
+    the model it wrote; ``tiny:<arch>`` for core's saved tiny model; anything else is kept."""
+    from aworld_rl_core.backends.config import ModelConfig
+    from aworld_rl_core.models import is_tiny, model_dir
+    from aworld_rl_core.runs import run_output
+
+    if is_tiny(value):
+        return str(model_dir(ModelConfig(name_or_path=value)))
+    found = run_output(value, "model") if value else None
+    return str(found) if found is not None else value
+
+
+def _client(cfg: EvalConfig) -> tuple[Any, str]:
+    from aworld_rl_core.llm import make_client
+    from aworld_rl_funreason_mt.evaluation import GroundTruthAgent
+
+    if cfg.agent == "ground_truth":
+        return GroundTruthAgent(cfg.protocol), "the entries' ground truth"
+    llm = cfg.llm
+    if llm.provider == "local":
+        llm = replace(llm, model=local_model(llm.model))
+    return make_client(llm), f"{llm.model} ({llm.provider})"
+
+
+def run(cfg: EvalConfig, run: Run) -> RunResult:
+    """Play, judge, write BFCL result files, outcomes and the report."""
+    from aworld_rl_core.tooluse.bfcl import load_category, version
+    from aworld_rl_core.tooluse.bfcl.loader import file_prefix
+    from aworld_rl_core.tooluse.bfcl.results import write_results, write_summary
+    from aworld_rl_funreason_mt.evaluation import evaluate_async, result_rows, summarize
+
+    _check(cfg)
+    groups: dict[str, list[Any]] = {}
+    if cfg.entries in ("bfcl", "both"):
+        groups["bfcl"] = [
+            e for c in cfg.categories for e in load_category(c, limit=cfg.limit or None)
+        ]
+    if cfg.entries in ("held_out", "both"):
+        groups["held_out"] = held_out_entries(cfg.data)
+    client, agent = _client(cfg)
+    metrics: dict[str, float] = {}
+    outputs: dict[str, Any] = {}
+    outcomes_file = run.dir / "outcomes.jsonl"
+    with outcomes_file.open("w", encoding="utf-8") as handle:
+        for group, entries in groups.items():
+            bar = iter(run.progress(range(len(entries)), total=len(entries), desc=group))
+            outcomes = asyncio.run(
+                evaluate_async(
+                    client,
+                    entries,
+                    protocol=cfg.protocol,
+                    max_steps_per_turn=cfg.max_steps_per_turn,
+                    concurrency=cfg.concurrency,
+                    on_done=lambda _, bar=bar: next(bar, None),
+                )
+            )
+            for _ in bar:
+                pass
+            figures = summarize(outcomes, prefix=f"{group}/")
+            metrics.update(figures)
+            for o in outcomes:
+                row = {"group": group, "id": o.entry_id, "category": o.category, "valid": o.valid}
+                row |= {"progress": o.progress, "error_type": o.error_type}
+                handle.write(json.dumps(row) + "\n")
+            section = (
+                f"Protocol: **{cfg.protocol}**, {PROTOCOLS[cfg.protocol]}. Agent: {agent}.\n\n"
+            )
+            section += _table(figures, group)
+            if group == "bfcl" and cfg.protocol == "bfcl":
+                bfcl_dir = run.dir / "bfcl"
+                files = write_results(bfcl_dir / "result", cfg.result_model, result_rows(outcomes))
+                counts = {
+                    c: (
+                        sum(o.valid for o in outcomes if o.category == c),
+                        sum(o.category == c for o in outcomes),
+                    )
+                    for c in files
+                }
+                n = cfg.limit
+                summary = write_summary(
+                    bfcl_dir,
+                    model=cfg.result_model,
+                    protocol=cfg.protocol,
+                    counts=counts,
+                    entries=f"first {n} per category" if n else "all",
+                )
+                command = json.loads(summary.read_text(encoding="utf-8"))["command"]
+                section += (
+                    f"\nData: bfcl-eval {version()} ({file_prefix()} files). Official scorer (in a "
+                    f"venv with bfcl-eval and its dependencies):\n\n```\n{command}\n```\n"
+                )
+                outputs["bfcl_scores"] = summary
+                outputs.update({f"bfcl_{c}_result": p for c, p in files.items()})
+            title = "BFCL multi-turn" if group == "bfcl" else "Held-out synthesized entries"
+            run.add_section(f"{title} ({cfg.protocol} protocol)", section)
+    scores = run.dir / "scores.json"
+    scores.write_text(json.dumps(metrics, indent=2), encoding="utf-8")
+    run.log(metrics)
+    return RunResult(
+        metrics=metrics, outputs={"outcomes": outcomes_file, "scores": scores, **outputs}
+    )
+
+
+def _table(figures: dict[str, float], group: str) -> str:
+    prefix = f"{group}/accuracy/"
+    lines = ["| category | accuracy (%) | mean progress (%) |", "|---|---|---|"]
+    for key in sorted(k for k in figures if k.startswith(prefix)):
+        category = key[len(prefix) :]
+        progress = figures.get(f"{group}/progress/{category}")
+        shown = "" if progress is None else f"{100 * progress:.2f}"
+        lines.append(f"| {category} | {100 * figures[key]:.2f} | {shown} |")
+    return "\n".join(lines) + "\n"
