@@ -111,3 +111,16 @@ def test_eval_reads_a_screenspot_v2_folder(
     by_group = summary["by_group"]
     macro = (by_group["mobile"]["hit_top1"] + by_group["web"]["hit_top1"]) / 2
     assert result.metrics["hit_top1_macro"] == pytest.approx(macro)
+
+
+@pytest.mark.parametrize("recipe", ["v2p.eval", "v2p.click"])
+def test_an_untrained_head_is_refused_unless_asked(
+    recipe, tmp_path, aworld_home, tiny_v2p_dir, synthetic_dir, tiny_run
+):
+    from aworld_rl_v2p.loading import UntrainedHeadError
+
+    shot = synthetic_dir / "images" / "page00000.png"
+    data = [f"data.path={synthetic_dir / 'data.json'}"] if recipe == "v2p.eval" else []
+    data = data or [f"screenshot={shot}"]
+    with pytest.raises(UntrainedHeadError, match="no trained action head"):
+        tiny_run(recipe, tmp_path, [f"model={tiny_v2p_dir}", "allow_untrained_head=false", *data])

@@ -50,7 +50,9 @@ def model_factory(
     from aworld_rl_core.models import ImageTextProcessor
     from aworld_rl_v2p.loading import load_v2p
 
-    model, tokenizer, image_processor = load_v2p(model_cfg.name_or_path, dtype=model_cfg.dtype)
+    model, tokenizer, image_processor = load_v2p(
+        model_cfg.name_or_path, dtype=model_cfg.dtype, device="cpu"
+    )
     tokenizer.chat_template = CHAT_TEMPLATE
     if max_pixels is not None or min_pixels is not None:
         size = dict(image_processor.to_dict()["size"])
@@ -73,6 +75,7 @@ def warmup_trainable(model: Any, stage: Stage) -> dict[str, Any]:
 
     from aworld_rl_v2p.modeling import new_token_rows
 
+    model.config.pointer_head_trained = True  # saved with the trained model
     if stage == "main":
         for p in model.parameters():
             p.requires_grad_(True)

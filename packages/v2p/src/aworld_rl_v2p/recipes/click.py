@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Literal
 
 from aworld_rl_core.config import option
 from aworld_rl_core.runs import Run, RunResult
@@ -21,6 +22,13 @@ class ClickConfig:
     )
     max_pixels: int = option(5_720_064, help="smart-resize pixel cap", gt=0)
     min_pixels: int = option(3136, help="smart-resize pixel floor", gt=0)
+    device: str = option("auto", help="auto (CUDA where present, else cpu), cpu, cuda or cuda:N")
+    dtype: Literal["auto", "float32", "bfloat16", "float16"] = option(
+        "auto", help="auto: bfloat16 on CUDA, float32 on the CPU"
+    )
+    allow_untrained_head: bool = option(
+        False, help="run a model whose action head is fresh (untrained): its points are noise"
+    )
 
 
 def run(cfg: ClickConfig, run: Run) -> RunResult:
@@ -35,7 +43,12 @@ def run(cfg: ClickConfig, run: Run) -> RunResult:
         from PIL import Image
 
         screenshot = Image.open(cfg.screenshot).convert("RGB")
-    model, tokenizer, image_processor = load_v2p(cfg.model)
+    model, tokenizer, image_processor = load_v2p(
+        cfg.model,
+        device=cfg.device,
+        dtype=cfg.dtype,
+        require_trained_head=not cfg.allow_untrained_head,
+    )
     grounder = Grounder(
         model, tokenizer, image_processor, min_pixels=cfg.min_pixels, max_pixels=cfg.max_pixels
     )

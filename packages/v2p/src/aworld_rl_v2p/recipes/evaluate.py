@@ -62,6 +62,13 @@ class EvalConfig:
     batch_size: int = option(8, help="screenshots per prefill", ge=1)
     max_pixels_sweep: tuple[int, ...] = option((), help="also evaluate at these max_pixels", gt=0)
     overlays: int = option(4, help="heat-map PNGs of this many hits and as many misses", ge=0)
+    device: str = option("auto", help="auto (CUDA where present, else cpu), cpu, cuda or cuda:N")
+    dtype: Literal["auto", "float32", "bfloat16", "float16"] = option(
+        "auto", help="auto: bfloat16 on CUDA, float32 on the CPU"
+    )
+    allow_untrained_head: bool = option(
+        False, help="run a model whose action head is fresh (untrained): its points are noise"
+    )
 
 
 def evaluate(
@@ -99,7 +106,12 @@ def run(cfg: EvalConfig, run: Run) -> RunResult:
     samples = samples[: cfg.data.limit] if cfg.data.limit else samples
     if not samples:
         raise ValueError(f"no samples in {cfg.data.path}")
-    model, tokenizer, image_processor = load_v2p(cfg.model)
+    model, tokenizer, image_processor = load_v2p(
+        cfg.model,
+        device=cfg.device,
+        dtype=cfg.dtype,
+        require_trained_head=not cfg.allow_untrained_head,
+    )
     p = cfg.protocol
     readout = ReadoutOptions(threshold=p.threshold, topk=p.topk, region_score=p.region_score)
 

@@ -137,7 +137,7 @@ def _shape(cfg: TrainConfig):
         return KNOWN_SHAPES[name]
     from aworld_rl_v2p.loading import load_v2p
 
-    model, _, _ = load_v2p(name)
+    model, _, _ = load_v2p(name, device="cpu")
     text = model.config.text_config
     params = sum(p.numel() for p in model.parameters()) - 8 * text.hidden_size**2
     config = {
