@@ -67,7 +67,7 @@ class TestClickRecipe(RecipeContract):
         assert result.metrics["clicked"] == 0.0
         width, height = Image.open(shot).size
         assert result.metrics["pixel_x"] == min(int(result.metrics["x"] * width), width - 1)
-        assert 0 < result.metrics["confidence"] <= 1
+        assert 0 <= result.metrics["confidence"] <= 1
         assert Image.open(run_dir / "click.png").size == (width, height)
 
     def test_empty_instruction_is_an_error(self, tmp_path, aworld_home, tiny_v2p_dir, tiny_run):
@@ -124,3 +124,13 @@ def test_an_untrained_head_is_refused_unless_asked(
     data = data or [f"screenshot={shot}"]
     with pytest.raises(UntrainedHeadError, match="no trained action head"):
         tiny_run(recipe, tmp_path, [f"model={tiny_v2p_dir}", "allow_untrained_head=false", *data])
+
+
+def test_click_refuses_a_screenshot_file_on_the_live_screen(
+    tmp_path, aworld_home, tiny_v2p_dir, synthetic_dir, tiny_run
+):
+    shot = synthetic_dir / "images" / "page00000.png"
+    with pytest.raises(ValueError, match="never drives the live screen"):
+        tiny_run(
+            "v2p.click", tmp_path, [f"model={tiny_v2p_dir}", f"screenshot={shot}", "dry_run=false"]
+        )

@@ -50,6 +50,11 @@ class ProtocolConfig:
     region_score: Literal["max", "mean"] = option(
         "max", help="rank regions by max attention (V2P) or mean (GUI-Actor)"
     )
+    fallback: bool = option(
+        False,
+        help="the region's peak patch when its weighted centre falls outside it (between "
+        "elements); off = the released readout",
+    )
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -113,7 +118,9 @@ def run(cfg: EvalConfig, run: Run) -> RunResult:
         require_trained_head=not cfg.allow_untrained_head,
     )
     p = cfg.protocol
-    readout = ReadoutOptions(threshold=p.threshold, topk=p.topk, region_score=p.region_score)
+    readout = ReadoutOptions(
+        threshold=p.threshold, topk=p.topk, region_score=p.region_score, fallback=p.fallback
+    )
 
     def grounder(max_pixels: int) -> Grounder:
         return Grounder(
@@ -153,10 +160,13 @@ def run(cfg: EvalConfig, run: Run) -> RunResult:
         encoding="utf-8",
     )
     overlays = _overlays(outcomes, maps, run.dir / "overlays", cfg.overlays)
+    calib_file, calib_text = _calibrate(outcomes, run.dir)
     protocol = (
         f"prompt: GUI-Actor/V2P grounding prompt (pinned); max_pixels {p.max_pixels}; "
         f"min_pixels {p.min_pixels}; boxes {cfg.data.box_format} -> normalised xyxy; readout "
-        f"threshold {p.threshold}, top-{p.topk}, regions by {p.region_score}\n\n"
+        f"threshold {p.threshold}, top-{p.topk}, regions by {p.region_score}, "
+        f"centroid fallback {p.fallback}; device "
+        f"{model.device}, {model.dtype}\n\n"
         + "\n".join(f"- `{name}` sha256 `{digest}`" for name, digest in hashes.items())
     )
     run.add_section("Protocol and data", protocol)
@@ -164,11 +174,38 @@ def run(cfg: EvalConfig, run: Run) -> RunResult:
     run.add_section(
         "Accuracy", markdown(summary, sweep if len(sweep) > 1 else None) + "\n" + images
     )
+    run.add_section("Confidence calibration", calib_text)
     metrics = {k: v for k, v in summary.items() if isinstance(v, (int, float))}
     run.log(metrics)
     outputs = {"predictions": predictions, "summary": summary_file}
+    if calib_file:
+        outputs["calibration"] = calib_file
     outputs.update({f.stem: f for f in overlays})
     return RunResult(metrics=metrics, outputs=outputs)
+
+
+def _calibrate(outcomes: list, folder: Path) -> tuple[Path | None, str]:
+    """Platt calibration of the top point's confidence on these (held-out) screens."""
+    from aworld_rl_v2p.calibration import FILE, fit, reliability
+
+    confidences = [o.confidence for o in outcomes]
+    hits = [o.hit_top1 for o in outcomes]
+    if len(set(hits)) < 2:
+        return None, "every sample hit (or every one missed): nothing to calibrate against\n"
+    calib = fit(confidences, hits)
+    path = calib.save(folder / FILE)
+    rows = reliability(confidences, hits, calib)
+    table = "\n".join(
+        f"| {r['low']:.1f}-{r['high']:.1f} | {r['samples']} | {r['predicted']:.3f} | "
+        f"{r['observed']:.3f} |"
+        for r in rows
+    )
+    text = (
+        f"p(hit) = sigmoid({calib.a:.3f} x confidence + {calib.b:.3f}), fitted on "
+        f"{calib.samples} screens; copy `{FILE}` into the model directory for v2p.click\n\n"
+        "| confidence | samples | predicted p(hit) | observed |\n|---|---|---|---|\n" + table + "\n"
+    )
+    return path, text
 
 
 def _overlays(outcomes: list, maps: list, folder: Path, n: int) -> list[Path]:
