@@ -23,20 +23,22 @@ Stage = Literal["warmup", "main"]
 
 
 def to_record(sample: GroundingSample, *, system: str = SYSTEM_PROMPT) -> dict[str, Any]:
-    """The sample as a core vision record; ``pointer_boxes`` holds its normalised xyxy box."""
-    return {
-        "messages": [
-            {"role": "system", "content": system},
-            {
-                "role": "user",
-                "content": [
-                    {"type": "image", "image": str(sample.image)},
-                    {"type": "text", "text": sample.instruction},
-                ],
-            },
+    """The sample as a core vision record; ``pointer_boxes`` holds its normalised xyxy box,
+    one per click: a multi-turn conversation (``sample.history``) is one record, its first
+    user turn with the image, every assistant turn a click."""
+    turns = [*sample.history, (sample.instruction, sample.box)]
+    messages: list[dict[str, Any]] = [{"role": "system", "content": system}]
+    for t, (instruction, _box) in enumerate(turns):
+        content: list[dict[str, Any]] = [{"type": "text", "text": instruction}]
+        if t == 0:
+            content.insert(0, {"type": "image", "image": str(sample.image)})
+        messages += [
+            {"role": "user", "content": content},
             {"role": "assistant", "content": CLICK_ACTION},
-        ],
-        "pointer_boxes": [list(sample.box)],
+        ]
+    return {
+        "messages": messages,
+        "pointer_boxes": [list(box) for _, box in turns],
         "id": sample.id,
     }
 

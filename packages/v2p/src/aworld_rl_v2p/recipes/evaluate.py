@@ -24,15 +24,25 @@ PAPER_MAX_PIXELS = 5_720_064
 class EvalDataConfig:
     """Which benchmark, from local files."""
 
-    kind: Literal["screenspot", "screenspot_v2", "screenspot_pro", "aguvis"] = option(
-        "screenspot_v2", help="dataset format (aguvis also reads v2p.generate's output)"
+    kind: Literal[
+        "screenspot",
+        "screenspot_v2",
+        "screenspot_v2_parquet",
+        "screenspot_pro",
+        "osworld_g",
+        "aguvis",
+    ] = option(
+        "screenspot_v2",
+        help="dataset format (screenspot_v2_parquet: the Hub copy; aguvis also reads "
+        "v2p.generate's output)",
     )
     path: str = option("", help="the dataset's annotation file or folder")
     images: str | None = option(None, help="image folder (default: found beside the annotations)")
     box_format: Literal["auto", "xyxy", "xywh", "xyxy_norm", "xywh_norm"] = option(
         "auto", help="box format; auto = detected over each annotation file"
     )
-    limit: int = option(0, help="first N samples (0 = all)", ge=0)
+    limit: int = option(0, help="N samples spread over the platforms / groups (0 = all)", ge=0)
+    seed: int = option(0, help="which samples data.limit takes")
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -43,6 +53,13 @@ class ProtocolConfig:
         PAPER_MAX_PIXELS, help="smart-resize pixel cap (<= 7,296 patches)", gt=0
     )
     min_pixels: int = option(3136, help="smart-resize pixel floor", gt=0)
+    resize_to_pixels: int = option(
+        -1,
+        help="first resize every screenshot to this area, aspect kept (the released "
+        "ScreenSpot-Pro scripts: 3200x1800 = 5,760,000, up or down); -1 = that for "
+        "screenspot_pro and native for the others; 0 = native size",
+        ge=-1,
+    )
     threshold: float = option(
         0.3, help="patches above threshold x max form regions", ge=0, le=0.999
     )
@@ -76,10 +93,29 @@ class EvalConfig:
     )
 
 
+PRO_PIXELS = 3200 * 1800  # the released ScreenSpot-Pro scripts' resize_to_pixels
+
+
+def resize_to(image: Any, pixels: int) -> Any:
+    """``image`` scaled (aspect kept) to about ``pixels`` pixels, as the released
+    ScreenSpot-Pro scripts do before the processor (``pixels`` 0: unchanged)."""
+    if not pixels:
+        return image
+    width, height = image.size
+    ratio = (pixels / (width * height)) ** 0.5
+    size = (max(1, int(width * ratio)), max(1, int(height * ratio)))
+    return image if size == image.size else image.resize(size)
+
+
 def evaluate(
-    grounder: Any, samples: list[Any], batch_size: int, progress: Any = None
+    grounder: Any,
+    samples: list[Any],
+    batch_size: int,
+    progress: Any = None,
+    resize_to_pixels: int = 0,
 ) -> tuple[list, list]:
-    """(outcomes, attention maps) for the samples, in batches of ``batch_size``."""
+    """(outcomes, attention maps) for the samples, one prefill per ``batch_size``
+    screenshots (on the model's device); boxes are normalised, so a resize keeps them."""
     from PIL import Image
 
     from aworld_rl_v2p.evaluation import judge
@@ -88,7 +124,7 @@ def evaluate(
     starts = range(0, len(samples), batch_size)
     for start in progress(starts) if progress else starts:
         chunk = samples[start : start + batch_size]
-        images = [Image.open(s.image) for s in chunk]
+        images = [resize_to(Image.open(s.image).convert("RGB"), resize_to_pixels) for s in chunk]
         for sample, grounding in zip(
             chunk, grounder.predict(images, [s.instruction for s in chunk]), strict=True
         ):
@@ -98,26 +134,36 @@ def evaluate(
 
 
 def run(cfg: EvalConfig, run: Run) -> RunResult:
-    from aworld_rl_v2p.data import file_hashes, read
+    from collections import Counter
+
+    from aworld_rl_v2p.data import file_hashes, read, sample_across
     from aworld_rl_v2p.evaluation import markdown, summarize
     from aworld_rl_v2p.inference import Grounder, ReadoutOptions
     from aworld_rl_v2p.loading import load_v2p
 
     if not cfg.data.path:
         raise ValueError("data.path is empty: give the benchmark's annotation file or folder")
+    skipped: Counter = Counter()
     samples = read(
-        cfg.data.kind, cfg.data.path, box_format=cfg.data.box_format, images=cfg.data.images
+        cfg.data.kind,
+        cfg.data.path,
+        box_format=cfg.data.box_format,
+        images=cfg.data.images,
+        skipped=skipped,
     )
-    samples = samples[: cfg.data.limit] if cfg.data.limit else samples
+    samples = sample_across(samples, cfg.data.limit, cfg.data.seed)
     if not samples:
-        raise ValueError(f"no samples in {cfg.data.path}")
+        raise ValueError(f"no samples in {cfg.data.path} (skipped rows: {dict(skipped)})")
+    p = cfg.protocol
+    resize = p.resize_to_pixels
+    if resize == -1:
+        resize = PRO_PIXELS if cfg.data.kind == "screenspot_pro" else 0
     model, tokenizer, image_processor = load_v2p(
         cfg.model,
         device=cfg.device,
         dtype=cfg.dtype,
         require_trained_head=not cfg.allow_untrained_head,
     )
-    p = cfg.protocol
     readout = ReadoutOptions(
         threshold=p.threshold, topk=p.topk, region_score=p.region_score, fallback=p.fallback
     )
@@ -133,13 +179,19 @@ def run(cfg: EvalConfig, run: Run) -> RunResult:
         )
 
     bar = lambda desc: lambda it: run.progress(it, desc=desc)  # noqa: E731
-    outcomes, maps = evaluate(grounder(p.max_pixels), samples, cfg.batch_size, bar("grounding"))
+    outcomes, maps = evaluate(
+        grounder(p.max_pixels), samples, cfg.batch_size, bar("grounding"), resize
+    )
     summary = summarize(outcomes)
     sweep = {p.max_pixels: summary}
     for max_pixels in cfg.max_pixels_sweep:
         if max_pixels not in sweep:
             found, _ = evaluate(
-                grounder(max_pixels), samples, cfg.batch_size, bar(f"max_pixels={max_pixels}")
+                grounder(max_pixels),
+                samples,
+                cfg.batch_size,
+                bar(f"max_pixels={max_pixels}"),
+                resize,
             )
             sweep[max_pixels] = summarize(found)
     hashes = file_hashes(cfg.data.path)
@@ -154,6 +206,8 @@ def run(cfg: EvalConfig, run: Run) -> RunResult:
                 "summary": summary,
                 "sweep": {str(k): v for k, v in sweep.items()},
                 "dataset_sha256": hashes,
+                "skipped_rows": dict(skipped),
+                "resize_to_pixels": resize,
             },
             indent=2,
         ),
@@ -165,7 +219,8 @@ def run(cfg: EvalConfig, run: Run) -> RunResult:
         f"prompt: GUI-Actor/V2P grounding prompt (pinned); max_pixels {p.max_pixels}; "
         f"min_pixels {p.min_pixels}; boxes {cfg.data.box_format} -> normalised xyxy; readout "
         f"threshold {p.threshold}, top-{p.topk}, regions by {p.region_score}, "
-        f"centroid fallback {p.fallback}; device "
+        f"centroid fallback {p.fallback}; screenshots resized to {resize or 'native'} "
+        f"pixels first; skipped rows {dict(skipped) or 'none'}; device "
         f"{model.device}, {model.dtype}\n\n"
         + "\n".join(f"- `{name}` sha256 `{digest}`" for name, digest in hashes.items())
     )
@@ -176,6 +231,7 @@ def run(cfg: EvalConfig, run: Run) -> RunResult:
     )
     run.add_section("Confidence calibration", calib_text)
     metrics = {k: v for k, v in summary.items() if isinstance(v, (int, float))}
+    metrics["skipped_rows"] = float(sum(skipped.values()))
     run.log(metrics)
     outputs = {"predictions": predictions, "summary": summary_file}
     if calib_file:
