@@ -85,3 +85,20 @@ def test_low_confidence_abstains_without_clicking(xvfb, tiny_v2p):
     grounder = Grounder(model, tokenizer, image_processor, max_pixels=320 * 240)
     result = click_instruction(grounder, "click Save", min_confidence=1.01)
     assert not result.clicked and result.pixels is None and "confidence" in result.reason
+
+
+def test_fail_safe_stops_the_click_when_the_mouse_is_in_a_corner(xvfb, tiny_v2p):
+    from aworld_rl_v2p.click import _pyautogui
+
+    gui = _pyautogui()
+    assert gui.FAILSAFE is True
+    if "pyautogui._pyautogui_x11" in sys.modules:  # imported under an earlier test's server
+        from Xlib.display import Display
+
+        sys.modules["pyautogui._pyautogui_x11"]._display = Display(os.environ["DISPLAY"])
+    gui.FAILSAFE = False  # put the mouse in the corner without tripping it ourselves
+    gui.moveTo(0, 0)
+    model, tokenizer, image_processor = tiny_v2p
+    grounder = Grounder(model, tokenizer, image_processor, max_pixels=320 * 240)
+    result = click_instruction(grounder, "click Save")  # _pyautogui() turns it back on
+    assert not result.clicked and result.reason.startswith("fail-safe")

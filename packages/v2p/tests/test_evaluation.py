@@ -61,3 +61,25 @@ def test_markdown_has_both_averages_and_the_sweep():
 def test_empty_is_an_error():
     with pytest.raises(ValueError, match="no outcomes"):
         summarize([])
+
+
+def test_screenspot_pro_is_resized_to_3200x1800_as_the_released_scripts_do():
+    from PIL import Image
+    from transformers.models.qwen2_vl.image_processing_pil_qwen2_vl import Qwen2VLImageProcessorPil
+
+    from aworld_rl_v2p.inference import PAPER_MAX_PIXELS, PAPER_MIN_PIXELS
+    from aworld_rl_v2p.recipes.evaluate import PRO_PIXELS, resize_to
+
+    shot = Image.new("RGB", (1920, 1080))
+    assert resize_to(shot, PRO_PIXELS).size == (3200, 1800)  # upscaled, aspect kept
+    assert resize_to(Image.new("RGB", (3840, 2160)), PRO_PIXELS).size == (3200, 1800)
+    assert resize_to(shot, 0) is shot  # the native-size flag
+    processor = Qwen2VLImageProcessorPil()
+    size = {"shortest_edge": PAPER_MIN_PIXELS, "longest_edge": PAPER_MAX_PIXELS}
+
+    def tokens(image):
+        grid = processor(images=[image], size=size, return_tensors="pt")["image_grid_thw"][0]
+        return int(grid.prod()) // 4
+
+    assert tokens(resize_to(shot, PRO_PIXELS)) == 7296  # the published protocol
+    assert tokens(shot) == 2691  # native: what the package evaluated before

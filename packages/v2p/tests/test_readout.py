@@ -30,7 +30,8 @@ def test_diagonal_patches_are_separate_regions():
     attn = np.array([[0.4, 0.0], [0.0, 0.6]])
     points = predict_points(attn, topk=3)
     assert [round(p.x, 3) for p in points] == [0.75, 0.25]
-    assert [p.confidence for p in points] == pytest.approx([0.6, 0.4])
+    # peakedness: (share - 1/4) / (1 - 1/4) for one patch of four
+    assert [p.confidence for p in points] == pytest.approx([0.35 / 0.75, 0.15 / 0.75])
 
 
 def test_max_rule_and_mean_rule_rank_differently():
@@ -80,3 +81,30 @@ def test_to_pixels_stays_on_screen():
 def test_bad_maps_and_options_are_clear_errors(attn, kwargs, message):
     with pytest.raises(ValueError, match=message):
         predict_points(attn, **kwargs)
+
+
+def test_a_flat_map_has_zero_confidence_and_a_peaked_one_near_one():
+    (flat,) = predict_points(np.full((6, 8), 1 / 48))
+    assert flat.patches == 48 and flat.confidence == 0.0  # the region's share was 1.0
+    noisy = np.random.default_rng(0).uniform(0.9, 1.1, (6, 8))
+    assert predict_points(noisy / noisy.sum())[0].confidence < 0.05
+    peaked = np.full((6, 8), 0.01 / 47)
+    peaked[2, 3] = 0.99
+    assert predict_points(peaked)[0].confidence == pytest.approx((0.99 - 1 / 48) / (1 - 1 / 48))
+
+
+def test_fallback_moves_a_centroid_that_falls_between_elements():
+    # one 4-connected U-shaped region: its weighted centre is the empty middle of the U
+    attn = np.zeros((3, 3))
+    attn[:, 0] = attn[:, 2] = 0.1
+    attn[2, 1] = 0.1
+    attn[0, 2] = 0.3  # the peak
+    attn /= attn.sum()
+    (plain,) = predict_points(attn)
+    (moved,) = predict_points(attn, fallback=True)
+    assert plain.patches == moved.patches == 7
+    cx, cy = int(plain.x * 3), int(plain.y * 3)
+    assert attn[cy, cx] == 0  # the released readout points between the region's patches
+    assert (moved.x, moved.y) == pytest.approx((2.5 / 3, 0.5 / 3))  # the peak patch
+    (inside,) = predict_points(np.array([[0.1, 0.8, 0.1]]), fallback=True)
+    assert inside.x == pytest.approx(0.5)  # a centroid on the region is kept as it is

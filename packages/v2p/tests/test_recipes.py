@@ -67,7 +67,7 @@ class TestClickRecipe(RecipeContract):
         assert result.metrics["clicked"] == 0.0
         width, height = Image.open(shot).size
         assert result.metrics["pixel_x"] == min(int(result.metrics["x"] * width), width - 1)
-        assert 0 < result.metrics["confidence"] <= 1
+        assert 0 <= result.metrics["confidence"] <= 1
         assert Image.open(run_dir / "click.png").size == (width, height)
 
     def test_empty_instruction_is_an_error(self, tmp_path, aworld_home, tiny_v2p_dir, tiny_run):
@@ -111,3 +111,26 @@ def test_eval_reads_a_screenspot_v2_folder(
     by_group = summary["by_group"]
     macro = (by_group["mobile"]["hit_top1"] + by_group["web"]["hit_top1"]) / 2
     assert result.metrics["hit_top1_macro"] == pytest.approx(macro)
+
+
+@pytest.mark.parametrize("recipe", ["v2p.eval", "v2p.click"])
+def test_an_untrained_head_is_refused_unless_asked(
+    recipe, tmp_path, aworld_home, tiny_v2p_dir, synthetic_dir, tiny_run
+):
+    from aworld_rl_v2p.loading import UntrainedHeadError
+
+    shot = synthetic_dir / "images" / "page00000.png"
+    data = [f"data.path={synthetic_dir / 'data.json'}"] if recipe == "v2p.eval" else []
+    data = data or [f"screenshot={shot}"]
+    with pytest.raises(UntrainedHeadError, match="no trained action head"):
+        tiny_run(recipe, tmp_path, [f"model={tiny_v2p_dir}", "allow_untrained_head=false", *data])
+
+
+def test_click_refuses_a_screenshot_file_on_the_live_screen(
+    tmp_path, aworld_home, tiny_v2p_dir, synthetic_dir, tiny_run
+):
+    shot = synthetic_dir / "images" / "page00000.png"
+    with pytest.raises(ValueError, match="never drives the live screen"):
+        tiny_run(
+            "v2p.click", tmp_path, [f"model={tiny_v2p_dir}", f"screenshot={shot}", "dry_run=false"]
+        )

@@ -98,6 +98,7 @@ def test_memory_estimate_by_hand():
 
 class TestTrainRecipe(RecipeContract):
     recipe = "v2p.train"
+    override_values = {"data.sources": [{"path": "a.json", "images": "img", "weight": 0.5}]}
     run_tiny_cpu = False  # needs data: test_tiny_cpu_trains_through_hf_sft below
 
     def test_tiny_cpu_trains_through_hf_sft(self, tmp_path, aworld_home, synthetic_dir, tiny_run):
@@ -207,3 +208,68 @@ class TestTrainRecipe(RecipeContract):
         )
         with pytest.raises(ValueError, match="multiple of micro_batch_size x GPUs"):
             execute(self.recipe, entry.run_fn(), cfg, output_dir=tmp_path / "run", quiet=True)
+
+
+def test_warmup_has_no_lm_loss_by_default_and_main_has_it():
+    from aworld_rl_core.config import load_config
+    from aworld_rl_v2p.recipes.train import TrainConfig, stage_loss
+
+    assert TrainConfig().stage == "warmup" and TrainConfig().loss.lm_weight is None
+    assert stage_loss(TrainConfig()).lm_weight == -1.0
+    assert stage_loss(TrainConfig(stage="main")).lm_weight == 1.0
+    from aworld_rl_core import registry
+
+    entry = registry.get_recipe("v2p.train")
+    paper = load_config(entry.config_cls(), preset="paper", presets=entry.presets)
+    assert paper.trainer.save_steps == 500 and stage_loss(paper).lm_weight == 1.0
+    assert len(paper.data.sources) == 6
+    assert {s.images for s in paper.data.sources} == {
+        f"data/images/{n}"
+        for n in ("uground", "guienv", "guiact", "amex", "androidcontrol", "waveui")
+    }
+    warm = load_config(
+        entry.config_cls(), preset="paper", presets=entry.presets, overrides=["stage=warmup"]
+    )
+    assert stage_loss(warm).lm_weight == 1.0  # the preset's explicit main-stage weight is kept
+
+
+def test_sources_each_with_images_and_weight(tmp_path):
+    import json
+
+    from PIL import Image
+
+    from aworld_rl_v2p.recipes.train import SourceConfig, TrainDataConfig, training_samples
+
+    def source(name, n):
+        folder = tmp_path / f"{name}-images"
+        folder.mkdir()
+        Image.new("RGB", (100, 50)).save(folder / "s.png")
+        row = {
+            "image": "s.png",
+            "conversations": [
+                {"from": "human", "value": "<image>click ok"},
+                {
+                    "from": "gpt",
+                    "value": "pyautogui.click(x=0.3, y=0.4)",
+                    "bbox_gt": [0.2, 0.3, 0.4, 0.5],
+                },
+            ],
+        }
+        bad = {**row, "image": "missing.png"}
+        file = tmp_path / f"{name}.json"
+        file.write_text(json.dumps([{**row, "id": f"{name}{i}"} for i in range(n)] + [bad]))
+        return SourceConfig(path=str(file), images=str(folder), weight=1.0)
+
+    a, b = source("a", 4), source("b", 10)
+    data = TrainDataConfig(
+        sources=(
+            SourceConfig(path=a.path, images=a.images, weight=2.0),
+            SourceConfig(path=b.path, images=b.images, weight=0.5),
+        )
+    )
+    samples, skipped = training_samples(data)
+    ids = [s.id for s in samples]
+    assert sum(i.startswith("a") for i in ids) == 8 and sum(i.startswith("b") for i in ids) == 5
+    assert all(s.image.parent.name == s.id[0] + "-images" for s in samples)
+    assert skipped == {"image file missing": 2}
+    assert [s.id for s in training_samples(data)[0]] == ids  # seeded

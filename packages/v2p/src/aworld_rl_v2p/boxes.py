@@ -116,3 +116,21 @@ def point_in_box(point: Sequence[float], box: Sequence[float]) -> bool:
     x, y = point
     x1, y1, x2, y2 = box
     return x1 <= x <= x2 and y1 <= y <= y2
+
+
+def point_in_polygon(point: Sequence[float], polygon: Sequence[float]) -> bool:
+    """Even-odd rule for a flat ``(x, y, x, y, ...)`` polygon (same units as the point);
+    points on an edge count as inside."""
+    x, y = point
+    xs, ys = list(polygon[0::2]), list(polygon[1::2])
+    inside = False
+    j = len(xs) - 1
+    for i in range(len(xs)):
+        xi, yi, xj, yj = xs[i], ys[i], xs[j], ys[j]
+        cross = (xj - xi) * (y - yi) - (x - xi) * (yj - yi)
+        if min(xi, xj) <= x <= max(xi, xj) and min(yi, yj) <= y <= max(yi, yj) and cross == 0:
+            return True
+        if (yi > y) != (yj > y) and x < (xj - xi) * (y - yi) / (yj - yi) + xi:
+            inside = not inside
+        j = i
+    return inside

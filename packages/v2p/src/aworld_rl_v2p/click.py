@@ -1,9 +1,13 @@
 """The executor: screenshot -> V2P point -> screen pixels -> a real click with pyautogui.
 
 pyautogui is imported only when a click happens (it needs an X display at import time).
-``dry_run`` draws the point on the screenshot instead of clicking. A point whose confidence
-(the attention mass of its region) is below ``min_confidence`` is not clicked: the agent
-abstains.
+``dry_run`` draws the point on the screenshot instead of clicking; a screenshot passed in
+(a file) is only ever a dry run, never a click on the live screen at the file's coordinates.
+A point whose confidence (how peaked the map is at its region, calibrated to p(hit) when the
+grounder has a calibration) is below ``min_confidence`` is not clicked: the agent abstains; a
+flat map has confidence 0. pyautogui's fail-safe stays on (moving the mouse into a screen
+corner stops the clicks); a point on a corner pixel is moved one pixel inwards so our own
+click never trips it.
 """
 
 from __future__ import annotations
@@ -50,7 +54,15 @@ def click_instruction(
     min_confidence: float = 0.0,
     overlay: Path | None = None,
 ) -> ClickResult:
-    """Ground ``instruction`` on ``screenshot`` (default: the screen) and click the top point."""
+    """Ground ``instruction`` on ``screenshot`` (default: the screen) and click the top point.
+
+    A ``screenshot`` given here is not the live screen: it needs ``dry_run=True``.
+    """
+    if screenshot is not None and not dry_run:
+        raise ValueError(
+            "a screenshot file never drives the live screen (its coordinates are not the "
+            "screen's): set dry_run=true, or give no screenshot to ground on the live screen"
+        )
     image = screenshot if screenshot is not None else grab_screen()
     (grounding,) = grounder.predict([image], [instruction])
     point = grounding.points[0]
@@ -65,9 +77,21 @@ def click_instruction(
     if dry_run:
         return ClickResult(point, point.to_pixels(*image.size), False, "dry run")
     width, height = screen_size()  # the screenshot may be scaled (HiDPI): click in screen pixels
-    x, y = point.to_pixels(width, height)
-    _pyautogui().click(x, y)
+    x, y = away_from_corners(*point.to_pixels(width, height), width, height)
+    gui = _pyautogui()
+    try:
+        gui.click(x, y)
+    except gui.FailSafeException:
+        return ClickResult(point, None, False, "fail-safe: the mouse is in a screen corner")
     return ClickResult(point, (x, y), True, "clicked")
+
+
+def away_from_corners(x: int, y: int, width: int, height: int) -> tuple[int, int]:
+    """The point, moved one pixel inwards if it is a screen corner (pyautogui's fail-safe)."""
+    if x in (0, width - 1) and y in (0, height - 1):
+        x = 1 if x == 0 else width - 2
+        y = 1 if y == 0 else height - 2
+    return x, y
 
 
 def _pyautogui() -> Any:
@@ -77,5 +101,5 @@ def _pyautogui() -> Any:
         raise RuntimeError(f"pyautogui needs an X display: {exc} is not set") from None
     except ImportError:
         raise ImportError("clicking needs pyautogui: pip install 'aworld-rl-v2p[click]'") from None
-    pyautogui.FAILSAFE = False  # a point in a screen corner is a valid click here
+    pyautogui.FAILSAFE = True  # the user's way out: the mouse into a corner stops the clicks
     return pyautogui

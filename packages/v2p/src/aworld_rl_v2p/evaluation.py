@@ -16,7 +16,7 @@ from dataclasses import dataclass
 from statistics import fmean
 from typing import Any
 
-from aworld_rl_v2p.boxes import point_in_box
+from aworld_rl_v2p.boxes import point_in_box, point_in_polygon
 from aworld_rl_v2p.data import GroundingSample
 from aworld_rl_v2p.readout import Point
 
@@ -65,7 +65,10 @@ class Outcome:
 def judge(sample: GroundingSample, points: Sequence[Point]) -> Outcome:
     """Score ranked points against the sample's box."""
     width, height = sample.image_size
-    hits = [point_in_box((p.x, p.y), sample.box) for p in points]
+    if sample.polygon:  # OSWorld-G's polygon targets
+        hits = [point_in_polygon((p.x, p.y), sample.polygon) for p in points]
+    else:
+        hits = [point_in_box((p.x, p.y), sample.box) for p in points]
     overlaps = [_overlaps(p, sample.box, width, height) for p in points]
     return Outcome(
         sample,

@@ -8,6 +8,7 @@ pass (no second ViT pass).
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -36,6 +37,7 @@ class ReadoutOptions:
     threshold: float = 0.3
     topk: int = 3
     region_score: RegionScore = "max"
+    fallback: bool = False  # the peak patch when the centroid falls outside its region
 
 
 def encode(
@@ -86,6 +88,7 @@ class Grounder:
         max_pixels: int = PAPER_MAX_PIXELS,
         system: str = SYSTEM_PROMPT,
         readout: ReadoutOptions | None = None,
+        calibration: Any = None,
     ) -> None:
         self.model = model
         self.tokenizer = tokenizer
@@ -93,6 +96,7 @@ class Grounder:
         self.min_pixels, self.max_pixels = min_pixels, max_pixels
         self.system = system
         self.readout = readout or ReadoutOptions()
+        self.calibration = calibration  # calibration.Calibration: confidence -> p(hit)
 
     def encode(self, images: Sequence[Any], instructions: Sequence[str]) -> dict[str, torch.Tensor]:
         texts = [render(i, system=self.system) for i in instructions]
@@ -128,7 +132,13 @@ class Grounder:
                 threshold=self.readout.threshold,
                 topk=self.readout.topk,
                 region_score=self.readout.region_score,
+                fallback=self.readout.fallback,
             )
+            if self.calibration is not None:
+                points = [
+                    dataclasses.replace(p, confidence=self.calibration.apply(p.confidence))
+                    for p in points
+                ]
             rows, cols = attn.shape
             out.append(Grounding(points, attn, (cols * 28, rows * 28)))
         return out

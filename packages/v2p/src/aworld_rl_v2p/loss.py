@@ -85,9 +85,10 @@ def compute_loss(model: Any, batch: Mapping[str, Any], **options: Any) -> tuple[
     encoded = model.encode(**batch)
     metrics: dict[str, float] = {}
     total = torch.zeros((), device=encoded.hidden.device)
-    if opts.lm_weight > 0:
+    lm_weight = 1.0 if opts.lm_weight is None else opts.lm_weight  # v2p.train sets it by stage
+    if lm_weight > 0:
         lm = _lm_loss(model, encoded.hidden, batch["labels"], batch["input_ids"])
-        total = total + opts.lm_weight * lm
+        total = total + lm_weight * lm
         metrics["lm_loss"] = float(lm.detach())
     losses, kls, outside, hits = [], [], [], []
     boxes = batch["pointer_boxes"]

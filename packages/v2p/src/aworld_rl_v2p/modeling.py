@@ -19,6 +19,7 @@ import torch
 from torch import nn
 from transformers import Qwen2_5_VLForConditionalGeneration
 
+from aworld_rl_core.models import inherit_weight_conversions
 from aworld_rl_v2p.prompts import POINTER_PAD, SPECIAL_TOKENS
 
 
@@ -60,8 +61,18 @@ class Encoded:
     grids: list[tuple[int, int]]  # per sample (rows, cols) of merged patches
 
 
+HEAD_PREFIX = "multi_patch_pointer_head."
+
+
+# Hub-layout keys (model.layers.*, visual.*) load and save as Qwen2.5-VL's
+@inherit_weight_conversions
 class V2PForConditionalGeneration(Qwen2_5_VLForConditionalGeneration):
-    """Qwen2.5-VL plus the action head; ``pointer_logits`` gives per-sample patch logits."""
+    """Qwen2.5-VL plus the action head; ``pointer_logits`` gives per-sample patch logits.
+
+    ``config.pointer_head_trained``: False for a fresh head (``from_base``, or a plain
+    Qwen2.5-VL checkpoint); True once ``v2p.train`` trained it; a released checkpoint whose
+    weights hold the head (no such key in its config) counts as trained.
+    """
 
     def __init__(self, config: Any) -> None:
         super().__init__(config)
@@ -175,7 +186,13 @@ def from_base(base: Any, tokenizer: Any) -> V2PForConditionalGeneration:
     if unexpected or any(not k.startswith("multi_patch_pointer_head.") for k in missing):
         raise ValueError(f"not a Qwen2.5-VL state dict: missing {missing}, unexpected {unexpected}")
     add_pointer_tokens(model, tokenizer)
+    model.config.pointer_head_trained = False
     return model
+
+
+def head_trained(model: Any) -> bool:
+    """Whether the model's action head was trained (see ``V2PForConditionalGeneration``)."""
+    return bool(getattr(model.config, "pointer_head_trained", True))
 
 
 def _embedding_matrices(model: Any) -> list[torch.Tensor]:

@@ -24,5 +24,9 @@ class PointerLossOptions:
         help="suppress outside the patches the box touches, or outside the label's support "
         "(the released code; differs only for center labels)",
     )
-    lm_weight: float = option(1.0, help="LM loss weight (<= 0: not computed; warm-up)")
+    lm_weight: float | None = option(
+        None,
+        help="LM loss weight; default (null): none in the warm-up (the paper's stage 1 trains "
+        "on the pointer loss only), 1.0 in the main stage; <= 0: not computed",
+    )
     pointer_weight: float = option(1.0, help="pointer loss weight")

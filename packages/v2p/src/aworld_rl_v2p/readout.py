@@ -2,8 +2,16 @@
 
 Patches above ``threshold x max`` are grouped into 4-connected regions; regions are ranked by
 their maximum attention (V2P) or their mean (GUI-Actor); each region gives the
-attention-weighted centroid of its patch centres, normalised to [0, 1], and a confidence: the
-share of the map's attention mass that falls in the region, so an agent can abstain.
+attention-weighted centroid of its patch centres, normalised to [0, 1] (with ``fallback``,
+the region's peak patch instead when the centroid lands on a patch outside the region: a
+region bent round or between two elements), and a confidence of how peaked the map is there:
+
+    confidence = (m - u) / (1 - u)
+
+with ``m`` the region's share of the attention mass and ``u = patches / M`` the share a
+uniform map would give it. A flat map (every patch one region, ``m = u``) has confidence 0, a
+map with all its mass on the region's few patches ~1; a region's share alone would give a flat
+map confidence 1. ``calibrate`` maps it to a probability of a hit.
 """
 
 from __future__ import annotations
@@ -37,6 +45,7 @@ def predict_points(
     threshold: float = 0.3,
     topk: int = 3,
     region_score: RegionScore = "max",
+    fallback: bool = False,
 ) -> list[Point]:
     """Up to ``topk`` points from an attention map of shape (rows, cols), best first."""
     from scipy import ndimage
@@ -68,11 +77,21 @@ def predict_points(
     xs = np.bincount(region, weight * (kept % cols + 0.5), count) / mass / cols
     ys = np.bincount(region, weight * (kept // cols + 0.5), count) / mass / rows
     order = np.argsort(-scores, kind="stable")[:topk]  # ties: the region met first in raster order
+    if fallback:
+        for i in order:
+            r, c = min(int(ys[i] * rows), rows - 1), min(int(xs[i] * cols), cols - 1)
+            if regions[r, c] != i + 1:  # the centroid fell between the region's patches
+                members = kept[region == i]
+                top = members[np.argmax(grid.ravel()[members])]
+                xs[i], ys[i] = (top % cols + 0.5) / cols, (top // cols + 0.5) / rows
+    uniform = sizes / grid.size
+    share = mass / total
+    peaked = np.where(uniform < 1, (share - uniform) / np.maximum(1 - uniform, 1e-12), 0.0)
     return [
         Point(
             x=float(xs[i]),
             y=float(ys[i]),
-            confidence=float(mass[i] / total),
+            confidence=float(np.clip(peaked[i], 0.0, 1.0)),
             score=float(scores[i]),
             patches=int(sizes[i]),
         )

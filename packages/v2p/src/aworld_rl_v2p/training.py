@@ -23,20 +23,22 @@ Stage = Literal["warmup", "main"]
 
 
 def to_record(sample: GroundingSample, *, system: str = SYSTEM_PROMPT) -> dict[str, Any]:
-    """The sample as a core vision record; ``pointer_boxes`` holds its normalised xyxy box."""
-    return {
-        "messages": [
-            {"role": "system", "content": system},
-            {
-                "role": "user",
-                "content": [
-                    {"type": "image", "image": str(sample.image)},
-                    {"type": "text", "text": sample.instruction},
-                ],
-            },
+    """The sample as a core vision record; ``pointer_boxes`` holds its normalised xyxy box,
+    one per click: a multi-turn conversation (``sample.history``) is one record, its first
+    user turn with the image, every assistant turn a click."""
+    turns = [*sample.history, (sample.instruction, sample.box)]
+    messages: list[dict[str, Any]] = [{"role": "system", "content": system}]
+    for t, (instruction, _box) in enumerate(turns):
+        content: list[dict[str, Any]] = [{"type": "text", "text": instruction}]
+        if t == 0:
+            content.insert(0, {"type": "image", "image": str(sample.image)})
+        messages += [
+            {"role": "user", "content": content},
             {"role": "assistant", "content": CLICK_ACTION},
-        ],
-        "pointer_boxes": [list(sample.box)],
+        ]
+    return {
+        "messages": messages,
+        "pointer_boxes": [list(box) for _, box in turns],
         "id": sample.id,
     }
 
@@ -50,7 +52,9 @@ def model_factory(
     from aworld_rl_core.models import ImageTextProcessor
     from aworld_rl_v2p.loading import load_v2p
 
-    model, tokenizer, image_processor = load_v2p(model_cfg.name_or_path, dtype=model_cfg.dtype)
+    model, tokenizer, image_processor = load_v2p(
+        model_cfg.name_or_path, dtype=model_cfg.dtype, device="cpu"
+    )
     tokenizer.chat_template = CHAT_TEMPLATE
     if max_pixels is not None or min_pixels is not None:
         size = dict(image_processor.to_dict()["size"])
@@ -73,6 +77,7 @@ def warmup_trainable(model: Any, stage: Stage) -> dict[str, Any]:
 
     from aworld_rl_v2p.modeling import new_token_rows
 
+    model.config.pointer_head_trained = True  # saved with the trained model
     if stage == "main":
         for p in model.parameters():
             p.requires_grad_(True)

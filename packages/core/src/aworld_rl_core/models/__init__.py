@@ -6,12 +6,15 @@ Importing this package imports neither torch nor transformers.
 
 from aworld_rl_core.models.loading import (
     check_source,
+    from_pretrained_strict,
+    inherit_weight_conversions,
     is_tiny,
     load_model_and_tokenizer,
     load_processor,
     load_tokenizer,
     load_vision_model,
     model_dir,
+    resolve_device,
     tiny_arch,
     tiny_spec,
 )
@@ -38,6 +41,8 @@ __all__ = [
     "TinyVL",
     "chat_template",
     "check_source",
+    "from_pretrained_strict",
+    "inherit_weight_conversions",
     "is_tiny",
     "load_model_and_tokenizer",
     "load_processor",
@@ -46,6 +51,7 @@ __all__ = [
     "model_dir",
     "parse_tiny",
     "qwen3_tokenizer_dir",
+    "resolve_device",
     "tiny_arch",
     "tiny_causal_lm",
     "tiny_model_dir",

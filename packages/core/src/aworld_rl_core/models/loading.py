@@ -182,3 +182,79 @@ def load_vision_model(model_cfg: ModelConfig, seed: int = 0) -> tuple[Any, Any]:
     from transformers import AutoModelForImageTextToText
 
     return _load(AutoModelForImageTextToText, model_cfg, seed, VISION_ARCHS, load_processor)
+
+
+def inherit_weight_conversions(cls: type) -> type:
+    """Give a subclass of a transformers model its base class's checkpoint key conversions.
+
+    transformers looks the Hub-layout renaming up by the class name (``model.layers.*`` ->
+    ``model.language_model.layers.*`` for the Qwen VL family, for example) and applies it on
+    load and, reversed, on save. A subclass with another name gets none, so a Hub-layout
+    checkpoint loads with its language model freshly initialised. This registers, under the
+    subclass's name, the conversions of the nearest base class that has some (idempotent; a
+    class decorator). Returns ``cls``.
+    """
+    from transformers import conversion_mapping as cm
+
+    if cm.get_checkpoint_conversion_mapping(cls.__name__) is not None:
+        return cls
+    for base in cls.__mro__[1:]:
+        conversions = cm.get_checkpoint_conversion_mapping(base.__name__)
+        if conversions is not None:
+            cm.register_checkpoint_conversion_mapping(cls.__name__, conversions)
+            break
+    return cls
+
+
+def from_pretrained_strict(
+    cls: Any, source: str | Path, *, allow_missing: tuple[str, ...] = (), **kwargs: Any
+) -> tuple[Any, list[str]]:
+    """``cls.from_pretrained(source)`` where a weight missing from the checkpoint is an error.
+
+    transformers only logs missing weights (they are freshly initialised); here any missing
+    key that does not start with one of ``allow_missing`` raises, naming the keys. Returns the
+    model and the allowed keys that were missing (so a caller knows what is untrained).
+    Unexpected (unused) checkpoint keys are errors too: they mean a layout mismatch.
+    """
+    model, info = _from_pretrained(
+        cls, source, "model.name_or_path", output_loading_info=True, **kwargs
+    )
+    missing = sorted(info.get("missing_keys") or ())
+    unexpected = sorted(info.get("unexpected_keys") or ())
+    allowed = [k for k in missing if k.startswith(allow_missing)] if allow_missing else []
+    bad = [k for k in missing if k not in allowed]
+    mismatched = sorted(str(k) for k in info.get("mismatched_keys") or ())
+    if bad or unexpected or mismatched:
+        parts = [
+            f"{len(bad)} weight(s) missing from the checkpoint (e.g. {bad[:4]})" if bad else "",
+            f"{len(unexpected)} unused checkpoint key(s) (e.g. {unexpected[:4]})"
+            if unexpected
+            else "",
+            f"shape mismatches {mismatched[:4]}" if mismatched else "",
+        ]
+        raise ValueError(
+            f"'{source}' does not fit {cls.__name__}: "
+            + "; ".join(p for p in parts if p)
+            + ". The checkpoint is of another architecture or key layout; loading it would "
+            "leave these weights random"
+        )
+    return model, allowed
+
+
+def resolve_device(device: str = "auto", dtype: str = "auto") -> tuple[str, str]:
+    """(device, dtype) with ``auto`` resolved: CUDA in bfloat16 where a GPU is present, else
+    CPU in float32. An explicit ``cuda`` without a GPU is an error naming the fix."""
+    import torch
+
+    has_cuda = torch.cuda.is_available()
+    if device == "auto":
+        device = "cuda" if has_cuda else "cpu"
+    if device.startswith("cuda") and not has_cuda:
+        raise ValueError(f"device={device!r} but no CUDA GPU is visible: use device=cpu or auto")
+    if device.split(":")[0] not in ("cpu", "cuda", "mps"):
+        raise ValueError(f"unknown device {device!r}: use auto, cpu, cuda or cuda:N")
+    if dtype == "auto":
+        dtype = "bfloat16" if device.startswith("cuda") else "float32"
+    if dtype not in _DTYPES:
+        raise ValueError(f"unknown dtype {dtype!r}: use auto, {', '.join(sorted(_DTYPES))}")
+    return device, dtype

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Literal
 
 from aworld_rl_core.config import option
 from aworld_rl_core.runs import Run, RunResult
@@ -17,10 +18,23 @@ class ClickConfig:
     screenshot: str | None = option(None, help="a screenshot file instead of the screen")
     dry_run: bool = option(False, help="draw the point on the screenshot instead of clicking")
     min_confidence: float = option(
-        0.0, help="abstain when the top point's confidence is lower", ge=0
+        0.2,
+        help="abstain when the top point's confidence is lower (0 for a flat map; p(hit) "
+        "where the model directory holds calibration.json)",
+        ge=0,
+    )
+    calibration: str | None = option(
+        None, help="calibration.json (v2p.eval writes one); default: the model directory's"
     )
     max_pixels: int = option(5_720_064, help="smart-resize pixel cap", gt=0)
     min_pixels: int = option(3136, help="smart-resize pixel floor", gt=0)
+    device: str = option("auto", help="auto (CUDA where present, else cpu), cpu, cuda or cuda:N")
+    dtype: Literal["auto", "float32", "bfloat16", "float16"] = option(
+        "auto", help="auto: bfloat16 on CUDA, float32 on the CPU"
+    )
+    allow_untrained_head: bool = option(
+        False, help="run a model whose action head is fresh (untrained): its points are noise"
+    )
 
 
 def run(cfg: ClickConfig, run: Run) -> RunResult:
@@ -30,14 +44,36 @@ def run(cfg: ClickConfig, run: Run) -> RunResult:
 
     if not cfg.instruction.strip():
         raise ValueError("instruction is empty: say what to click (instruction='...')")
+    from aworld_rl_v2p import calibration
+
     screenshot = None
+    if cfg.screenshot and not cfg.dry_run:
+        raise ValueError(
+            f"screenshot={cfg.screenshot} with dry_run=false: a screenshot file never drives "
+            "the live screen; set dry_run=true, or leave screenshot empty to click on the screen"
+        )
     if cfg.screenshot:
         from PIL import Image
 
         screenshot = Image.open(cfg.screenshot).convert("RGB")
-    model, tokenizer, image_processor = load_v2p(cfg.model)
+    model, tokenizer, image_processor = load_v2p(
+        cfg.model,
+        device=cfg.device,
+        dtype=cfg.dtype,
+        require_trained_head=not cfg.allow_untrained_head,
+    )
+    calib = (
+        calibration.Calibration.load(cfg.calibration)
+        if cfg.calibration
+        else calibration.find(cfg.model)
+    )
     grounder = Grounder(
-        model, tokenizer, image_processor, min_pixels=cfg.min_pixels, max_pixels=cfg.max_pixels
+        model,
+        tokenizer,
+        image_processor,
+        min_pixels=cfg.min_pixels,
+        max_pixels=cfg.max_pixels,
+        calibration=calib,
     )
     overlay = run.dir / "click.png"
     result = click_instruction(

@@ -24,11 +24,28 @@ LOSS = "v2p.pointer"
 
 
 @dataclass(frozen=True, kw_only=True)
+class SourceConfig:
+    """One training source (the released data_config.yaml: json_path, images_folder,
+    sampling_strategy)."""
+
+    path: str = option("", help="AGUVIS JSON file")
+    images: str | None = option(None, help="its image folder (default: beside the file)")
+    weight: float = option(
+        1.0, help="how much of it: 0.5 = a random half, 2 = twice over (seeded by data.seed)", gt=0
+    )
+
+
+@dataclass(frozen=True, kw_only=True)
 class TrainDataConfig:
-    """Training data: GUI-Actor/AGUVIS JSON (v2p.generate writes it too)."""
+    """Training data: GUI-Actor/AGUVIS JSON (v2p.generate writes it too); multi-turn
+    conversations stay whole (one record, a click per assistant turn)."""
 
     paths: tuple[str, ...] = option(("data/data.json",), help="AGUVIS JSON files")
     images: str | None = option(None, help="image folder (default: beside each JSON file)")
+    sources: tuple[SourceConfig, ...] = option(
+        (), help="per-source files, image folders and weights (used instead of paths when set)"
+    )
+    seed: int = option(0, help="seed of the per-source sampling")
     max_pixels: int = option(5_720_064, help="smart-resize pixel cap of the training images")
     min_pixels: int = option(3136, help="smart-resize pixel floor")
 
@@ -137,7 +154,7 @@ def _shape(cfg: TrainConfig):
         return KNOWN_SHAPES[name]
     from aworld_rl_v2p.loading import load_v2p
 
-    model, _, _ = load_v2p(name)
+    model, _, _ = load_v2p(name, device="cpu")
     text = model.config.text_config
     params = sum(p.numel() for p in model.parameters()) - 8 * text.hidden_size**2
     config = {
@@ -218,23 +235,57 @@ def training_job(cfg: TrainConfig, run: Run):
     ``v2p.pointer`` with the ``loss`` section as its options."""
     from aworld_rl_core.backends.base import TrainJob
     from aworld_rl_core.refs import Ref
-    from aworld_rl_v2p.data import read_aguvis
     from aworld_rl_v2p.training import to_record
 
     t = cfg.trainer
-    images = cfg.data.images
-    rows = [to_record(s) for path in cfg.data.paths for s in read_aguvis(Path(path), images=images)]
+    samples, skipped = training_samples(cfg.data)
+    rows = [to_record(s) for s in samples]
+    if skipped:
+        run.add_section("Skipped rows", "\n".join(f"- {k}: {v}" for k, v in skipped.items()))
+        print(f"v2p.train: skipped rows {dict(skipped)}")
     if not rows:
-        raise ValueError(f"no grounding samples in data.paths={list(cfg.data.paths)}")
+        raise ValueError(
+            f"no grounding samples in the training data (skipped rows: {dict(skipped)})"
+        )
+    loss = stage_loss(cfg)
     pixels = {"max_pixels": cfg.data.max_pixels, "min_pixels": cfg.data.min_pixels}
     return TrainJob(
         model=cfg.model,
-        trainer=dataclasses.replace(t, loss_options=dataclasses.asdict(cfg.loss)),
+        trainer=dataclasses.replace(t, loss_options=dataclasses.asdict(loss)),
         run=run,
         train_rows=rows,
         model_factory=Ref("aworld_rl_v2p.training:model_factory", kwargs=pixels),
         model_setup=Ref("aworld_rl_v2p.training:warmup_trainable", kwargs={"stage": cfg.stage}),
     )
+
+
+def stage_loss(cfg: TrainConfig) -> PointerLossOptions:
+    """The loss options with ``lm_weight`` set by stage where it is not given: none in the
+    warm-up (the paper trains the head on the pointer loss only), 1.0 in the main stage."""
+    if cfg.loss.lm_weight is not None:
+        return cfg.loss
+    return dataclasses.replace(cfg.loss, lm_weight=-1.0 if cfg.stage == "warmup" else 1.0)
+
+
+def training_samples(data: TrainDataConfig):
+    """(samples, skipped-row counts): each source read whole-conversation and sampled by its
+    weight (``data.sources``), or every file of ``data.paths``."""
+    import random
+    from collections import Counter
+
+    from aworld_rl_v2p.data import read_aguvis
+
+    sources = data.sources or tuple(SourceConfig(path=p, images=data.images) for p in data.paths)
+    rng = random.Random(data.seed)
+    skipped: Counter = Counter()
+    out = []
+    for source in sources:
+        if not source.path:
+            raise ValueError("a data.sources entry has no path: give its AGUVIS JSON file")
+        found = read_aguvis(Path(source.path), images=source.images, skipped=skipped, whole=True)
+        whole, part = divmod(source.weight, 1.0)
+        out += found * int(whole) + rng.sample(found, round(part * len(found)))
+    return out, skipped
 
 
 def _train(cfg: TrainConfig, run: Run) -> RunResult:
