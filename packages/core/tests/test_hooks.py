@@ -33,6 +33,10 @@ class Everything:
         register("t.trainer", "operator:add")
 
     @hookimpl
+    def register_tool_apis(self, register):
+        register("t.Counter", "collections:Counter", stateless=True)
+
+    @hookimpl
     def register_recipes(self, register):
         register("t.recipe", config="demo_plugin:CountConfig", run="demo_plugin:run", presets="")
 
@@ -73,6 +77,18 @@ def test_hook_register_recipes():
     with registry.use_registry(_registry()):
         entry = registry.get_recipe("t.recipe")
         assert entry.config_cls() is sys.modules["demo_plugin"].CountConfig
+
+
+def test_hook_register_tool_apis():
+    from collections import Counter
+
+    from aworld_rl_core.tooluse.bfcl.apis import build_instances
+
+    with registry.use_registry(_registry()):
+        entry = registry.get_tool_api("t.Counter")
+        assert entry.load() is Counter and entry.meta["stateless"] is True
+        instances = build_instances(["t.Counter"], {}, long_context=False)
+        assert instances == {"t.Counter": Counter()}
 
 
 def test_every_hook_is_documented_and_tested():

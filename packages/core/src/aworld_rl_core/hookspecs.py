@@ -107,6 +107,19 @@ def register_trainers(register: RegisterTrainer) -> None:
 
 
 @hookspec
+def register_tool_apis(register: Register) -> None:
+    """Register tool API classes for BFCL-shaped multi-turn environments:
+    ``register(name, cls, help=..., stateless=False)``.
+
+    ``cls()`` builds a fresh instance per episode; unless ``stateless``, its
+    ``_load_scenario(state, long_context=False)`` loads the entry's ``initial_config[name]``.
+    Public attributes are the state BFCL's state checker compares; public methods are the tools.
+    An entry names the class by ``name`` in ``involved_classes`` (BFCL's own offline classes
+    need no registration). Core registers its micro-world's classes (``core.micro.*``).
+    """
+
+
+@hookspec
 def register_recipes(register: RegisterRecipe) -> None:
     """Register runnable jobs for ``aworld-run``.
 

@@ -1,7 +1,10 @@
 """BFCL's multi-turn API classes: look them up and build fresh, per-episode instances.
 
-Only the eight offline classes of the multi-turn categories are supported (the v4 web-search and
-memory backends need network, API keys or model downloads).
+Of BFCL's own classes only the eight offline ones of the multi-turn categories are supported
+(the v4 web-search and memory backends need network, API keys or model downloads). Any other
+name in an entry's ``involved_classes`` is a class registered through the plugin hook
+``register_tool_apis`` (core's micro-world registers its own there); it is built and loaded the
+same way, so the same episodes, judges and exports serve both.
 """
 
 from __future__ import annotations
@@ -69,15 +72,36 @@ def build_instances(
     ``initial_config_json`` holds each class's state as JSON text, so every episode parses its own
     deep copy (what BFCL's ``copy.deepcopy`` gives, faster).
     """
-    stateless = stateless_classes()
     instances: dict[str, object] = {}
     for name in classes:
-        instance = api_class(name)()
-        if name not in stateless:
+        cls, stateless = _resolve(name)
+        instance = cls()
+        if not stateless:
             state = json.loads(initial_config_json.get(name, "{}"))
             instance._load_scenario(state, long_context=long_context)
         instances[name] = instance
     return instances
+
+
+def _resolve(name: str) -> tuple[type, bool]:
+    """The class an entry names and whether it is stateless: BFCL's own (``bfcl-eval``), else
+    one registered with ``register_tool_apis``."""
+    if name in OFFLINE_CLASSES:
+        return api_class(name), name in stateless_classes()
+    from aworld_rl_core.errors import PluginError
+    from aworld_rl_core.registry import get_tool_api
+
+    try:
+        entry = get_tool_api(name)
+    except PluginError as exc:
+        raise ValueError(
+            f"API class {name!r} is neither one of BFCL's offline classes "
+            f"({', '.join(sorted(OFFLINE_CLASSES))}) nor a registered tool API: {exc}"
+        ) from None
+    cls = entry.load()
+    if not isinstance(cls, type):
+        raise TypeError(f"tool API {name!r} is registered as {cls!r}, not a class")
+    return cls, bool(entry.meta.get("stateless", False))
 
 
 def public_state(instance: object) -> dict[str, object]:
