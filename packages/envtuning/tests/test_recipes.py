@@ -111,7 +111,7 @@ def test_curriculum_resumes_finished_stages_without_training(tmp_path, aworld_ho
     entry = registry.get_recipe("envtuning.curriculum")
     cfg = load_config(
         entry.config_cls(),
-        preset="tiny-cpu",
+        preset="tiny-cpu-bfcl",
         presets=entry.presets,
         overrides=["evaluation.entries_per_category=-1"],
     )
