@@ -77,3 +77,27 @@ def test_heldout_table_lists_every_point():
     assert "| | random | warm_start | stage1 |" in text
     assert "| accuracy (%) | 0.0 | 25.0 | 50.0 |" in text
     assert "| mean progress (%) | 0.0 | 37.5 | 62.5 |" in text
+
+
+def test_call_per_step_shows_the_read_before_the_dependent_call():
+    from aworld_rl_envtuning.recipes.warm_start import trajectories
+    from aworld_rl_envtuning.replay import ground_truth_responses
+
+    entry = get_entry("micro_move_all_3")
+    assert entry.ground_truth == [
+        [
+            "get_balance(account='checking')",
+            "transfer(source='checking', target='travel', amount=10)",
+        ]
+    ]
+    (together,) = ground_truth_responses(entry)
+    (apart,) = ground_truth_responses(entry, call_per_step=True)
+    assert len(together) == 2 and len(apart) == 3
+    assert apart[0].endswith(
+        '[{"name": "get_balance", "arguments": {"account": "checking"}}]</tool_call>'
+    )
+    messages = trajectories([entry.id], call_per_step=True, tool_docs="compact")[0]["messages"]
+    roles = [m["role"] for m in messages]
+    assert roles == ["system", "user", "assistant", "user", "assistant", "user", "assistant"]
+    assert '\\"balance\\": 10' in messages[3]["content"]  # the balance is shown ...
+    assert '"amount": 10' in messages[4]["content"]  # ... before the transfer that copies it
