@@ -14,6 +14,8 @@ from aworld_rl_core.runs import execute
 from aworld_rl_core.testing.contracts import PluginContract, RecipeContract
 from aworld_rl_envtuning.curriculum import paper_stages
 
+LEARNING_MARGIN = 0.0  # placeholder: set from the measured run
+
 
 class TestPlugin(PluginContract):
     plugin = "envtuning"
@@ -64,7 +66,11 @@ class TestEvalRecipe(RecipeContract):
 
 
 class TestCurriculumRecipe(RecipeContract):
-    """The README's main job: warm start, four stages, held-out evaluation (about 4 minutes)."""
+    """The README's main job on core's micro-world: warm start, four stages, held-out points.
+
+    The learning regression test: at seed 0 on CPU the run is deterministic, and held-out
+    accuracy after the last stage must beat the warm start's by LEARNING_MARGIN (half the gain
+    measured once, README): a change that stops RL from moving the policy fails here."""
 
     recipe = "envtuning.curriculum"
 
@@ -72,16 +78,40 @@ class TestCurriculumRecipe(RecipeContract):
         state = json.loads((run_dir / "curriculum_state.json").read_text())
         assert state["finished"] == ["syntax", "hints", "hard", "independent"]
         assert result.metrics["stages_finished"] == 4.0
-        assert result.metrics["eval/entries"] == 4.0
-        # each stage started from the previous stage's checkpoint
         assert "4-independent" in str(result.outputs["model"])
-        # the warm start teaches the format: stage 1's reward rises from 0 (0.417 on stage 1's
-        # entries and 0.25 on validation here, README)
-        warm = json.loads((run_dir / "warm-start" / "warm_start.json").read_text())
-        assert warm["sft"]["final_loss"] < 1.0
-        for entries in ("stage 1's training entries", "validation"):
-            assert warm[entries]["before"]["stage1_reward"] == 0.0
-            assert warm[entries]["after"]["stage1_reward"] > 0.1
+        points = ("random", "warm_start", "stage1", "stage2", "stage3", "stage4")
+        accuracy = {p: result.metrics[f"heldout/accuracy/{p}"] for p in points}
+        progress = {p: result.metrics[f"heldout/progress/{p}"] for p in points}
+        assert progress["random"] == 0.0  # a random model passes no calling turn
+        assert progress["warm_start"] > 0.0  # the warm start writes right calls
+        # RL moves held-out accuracy: measured MEASURED_GAIN points at seed 0 (README)
+        assert accuracy["stage4"] - accuracy["warm_start"] >= LEARNING_MARGIN, accuracy
+        report = (run_dir / "report.md").read_text()
+        first = report.index("## ", report.index("\n"))  # the first section after the title
+        assert report[first:].startswith("## Held-out entries")
+
+
+@pytest.mark.slow
+def test_tiny_cpu_bfcl_preset_learns_the_format(tmp_path, aworld_home):
+    """Today's real-BFCL tiny preset (about 4 minutes): warm start, four stages, held-out
+    evaluation; the warm start lifts stage 1's reward from 0 (0.417 on stage 1's entries and
+    0.25 on validation, README)."""
+    entry = registry.get_recipe("envtuning.curriculum")
+    cfg = load_config(entry.config_cls(), preset="tiny-cpu-bfcl", presets=entry.presets)
+    result, run = execute(
+        "envtuning.curriculum", entry.run_fn(), cfg, output_dir=tmp_path / "run", quiet=True
+    )
+    run_dir = run.dir
+    state = json.loads((run_dir / "curriculum_state.json").read_text())
+    assert state["finished"] == ["syntax", "hints", "hard", "independent"]
+    assert result.metrics["stages_finished"] == 4.0
+    assert result.metrics["eval/entries"] == 4.0
+    assert "4-independent" in str(result.outputs["model"])
+    warm = json.loads((run_dir / "warm-start" / "warm_start.json").read_text())
+    assert warm["sft"]["final_loss"] < 1.0
+    for entries in ("stage 1's training entries", "validation"):
+        assert warm[entries]["before"]["stage1_reward"] == 0.0
+        assert warm[entries]["after"]["stage1_reward"] > 0.1
 
 
 class TestAugmentRecipe(RecipeContract):

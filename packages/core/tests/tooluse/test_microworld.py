@@ -57,7 +57,7 @@ def test_api_state_and_errors():
 
 def test_every_ground_truth_passes_bfcl_judge_and_an_empty_reply_fails_calling_turns():
     all_entries = mw.entries()
-    assert len(all_entries) == 350  # 21 templates, at most 24 slot combinations each
+    assert len(all_entries) == 351  # 21 templates, at most 24 slot combinations each
     for entry in all_entries:
         bfcl = mw.bfcl_entry(entry.id)
         assert judge_multi_turn(bfcl, bfcl.ground_truth).valid, entry.id
@@ -105,7 +105,7 @@ def test_abstain_turns_pass_only_without_a_call():
 def test_split_by_template_has_no_leak():
     parts = mw.split(seed=0)
     ids = {p: [i for c in parts[p].values() for i in c] for p in mw.SPLITS}
-    assert [len(ids[p]) for p in mw.SPLITS] == [145, 47, 158]
+    assert [len(ids[p]) for p in mw.SPLITS] == [133, 65, 153]
     assert sum(len(v) for v in ids.values()) == len(mw.entries())
     seen: dict[tuple, str] = {}
     for part, members in ids.items():
@@ -130,7 +130,7 @@ def test_split_by_template_has_no_leak():
     assert other["train"] != parts["train"]
     assert {mw.micro_entry(i).template for c in other["validation"].values() for i in c} >= {
         "lock_please",
-        "no_door",
+        "no_source",
     }
 
 
@@ -154,7 +154,7 @@ def test_world_tokenizer_is_small_and_reloads_identically(tmp_path):
 
     assert len(tiny_tokenizer(512)) == 512
     tok = tiny_tokenizer(1024)
-    assert len(tok) == 985  # the corpus runs out of merges before 1024
+    assert len(tok) == 973  # the corpus runs out of merges before 1024
     text = "Set the kitchen thermostat to 21 degrees."
     assert tok.convert_ids_to_tokens(tok(text)["input_ids"]) == [
         "Set",

@@ -305,7 +305,12 @@ def tiny_model_dir(arch: str = "qwen3", seed: int = 0) -> Path:
     arch, size = parse_tiny(arch)
     from aworld_rl_core.runs import aworld_home
 
-    name = "-".join(part for part in (arch, size.label, f"seed{seed}") if part)
+    corpus = ""
+    if size.vocab:  # the tokenizer is trained on the world's text: a changed world, a new name
+        from aworld_rl_core.tooluse.microworld.tokenizer import corpus_digest
+
+        corpus = f"world{corpus_digest()}"
+    name = "-".join(part for part in (arch, size.label, corpus, f"seed{seed}") if part)
     target = aworld_home() / "tiny" / name
     if (target / "config.json").is_file() and (target / "tokenizer_config.json").is_file():
         return target

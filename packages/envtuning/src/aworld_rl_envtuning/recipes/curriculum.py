@@ -198,7 +198,7 @@ def run_curriculum(cfg: CurriculumConfig, run: Run) -> RunResult:
 
         start = local_model_path(cfg.model.name_or_path)
         split = read_split(run.dir / "split.json")
-        metrics.update(evaluate_points(cfg, state, split, start, run))
+        metrics = {**evaluate_points(cfg, state, split, start, run), **metrics}  # first
     if cfg.evaluation.entries_per_category >= 0:
         split = read_split(run.dir / "split.json")
         if cfg.trainer.backend == "verl" and section(cfg.trainer, VerlConfig).dry_run:

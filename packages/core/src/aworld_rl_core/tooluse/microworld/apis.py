@@ -143,17 +143,12 @@ def _doc(function: str, description: str, /, **params: str) -> dict[str, Any]:
 
 DOCS: dict[str, list[dict[str, Any]]] = {
     "core.micro.home": [
-        _doc(
-            "set_thermostat",
-            f"Set a room's thermostat (rooms: {', '.join(ROOMS)}; {MIN_DEGREES}-{MAX_DEGREES}).",
-            room="string",
-            degrees="integer",
-        ),
+        _doc("set_thermostat", "Set a room's thermostat.", room="string", degrees="integer"),
         _doc("get_thermostat", "Read a room's thermostat.", room="string"),
-        _doc("lock_door", f"Lock a door (doors: {', '.join(DOORS)}).", door="string"),
+        _doc("lock_door", "Lock a door.", door="string"),
     ],
     "core.micro.bank": [
-        _doc("get_balance", f"Read a balance (accounts: {', '.join(ACCOUNTS)}).", account="string"),
+        _doc("get_balance", "Read an account's balance.", account="string"),
         _doc(
             "transfer",
             "Move whole dollars between accounts.",
@@ -167,4 +162,6 @@ DOCS: dict[str, list[dict[str, Any]]] = {
         _doc("delete_file", "Delete a file.", name="string"),
     ],
 }
-"""BFCL-style docs of each class's methods (``parameters.type`` is ``dict``, as BFCL writes)."""
+"""BFCL-style docs of each class's methods (``parameters.type`` is ``dict``, as BFCL writes).
+They name no room, door, account or number: the only such values a model sees are in the
+requests and the results, so writing a call means copying them from there."""

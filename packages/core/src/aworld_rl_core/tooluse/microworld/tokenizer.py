@@ -87,6 +87,15 @@ def corpus() -> list[str]:
     return texts
 
 
+@functools.cache
+def corpus_digest() -> str:
+    """8 hex digits of the corpus's SHA-256: saved tiny models name it, so a changed world
+    never reuses a tokenizer trained on the old one."""
+    import hashlib
+
+    return hashlib.sha256("\x00".join(corpus()).encode("utf-8")).hexdigest()[:8]
+
+
 @functools.lru_cache(maxsize=4)
 def _trained(vocab_size: int) -> str:
     from tokenizers import Regex, Tokenizer, decoders, models, normalizers, pre_tokenizers, trainers
@@ -112,7 +121,7 @@ def _trained(vocab_size: int) -> str:
 
 def world_tokenizer(vocab_size: int = 1024) -> Any:
     """A fresh ``PreTrainedTokenizerFast`` of at most ``vocab_size`` tokens (fewer when the
-    corpus runs out of merges: 1024 gives 985) trained on the world's text,
+    corpus runs out of merges: 1024 gives 973) trained on the world's text,
     with core's chat template, ``<|im_end|>`` as end of turn and ``<|endoftext|>`` as padding."""
     if not MIN_VOCAB <= vocab_size <= MAX_VOCAB:
         raise ValueError(

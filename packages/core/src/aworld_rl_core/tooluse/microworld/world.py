@@ -43,8 +43,6 @@ _DOMAINS: dict[str, tuple[Any, ...]] = {
     "amount": tuple(range(5, 100, 5)),
     "file": FILES,
     "file2": FILES,
-    "badroom": ("garden", "attic", "garage", "cellar"),
-    "baddoor": ("window", "gate", "shed"),
 }
 _DIFFERENT = (("room", "room2"), ("src", "dst"), ("file", "file2"))
 
@@ -142,9 +140,9 @@ TEMPLATES: tuple[Template, ...] = (
         ("Lock the {door} door and set the {room} thermostat to {deg} degrees.",),
         ((LOCK, SET),),
     ),
-    Template("no_room", ("Set the {badroom} thermostat to {deg} degrees.",), ((),)),
+    Template("no_degrees", ("Change the {room} thermostat for me.",), ((),)),
     Template("no_amount", ("Move some money from {src} to {dst}.",), ((),)),
-    Template("no_door", ("Lock the {baddoor} door.",), ((),)),
+    Template("no_source", ("Send {amount} dollars to {dst}.",), ((),)),
     Template(
         "ask_then_send",
         ("Transfer money from {src} to {dst}.", "Make it {amount} dollars."),
@@ -154,7 +152,7 @@ TEMPLATES: tuple[Template, ...] = (
 
 TEMPLATE_ROLES: dict[str, str] = {
     "lock_please": "validation",
-    "no_door": "validation",
+    "no_source": "validation",
     "pay": "held_out",
     "lock_and_temp": "held_out",
     "temp_then_read": "held_out",
