@@ -104,7 +104,7 @@ def plot(found: dict[str, Any], path: Path) -> None:
         ax.fill_between(xs, [min(a) for a in acc], [max(a) for a in acc], alpha=0.2)
     ax.set_xlabel("RL steps (0: after the warm start)")
     ax.set_ylabel("held-out accuracy (%)")
-    ax.set_title("Micro-world: curriculum vs plain GRPO (band: min-max over seeds)")
+    ax.set_title("Micro-world held-out accuracy (band: min-max over seeds)")
     ax.legend()
     fig.tight_layout()
     fig.savefig(path, dpi=120)
