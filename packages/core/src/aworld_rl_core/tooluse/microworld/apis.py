@@ -46,6 +46,8 @@ class _Scenario:
 class HomeController(_Scenario):
     """Thermostats per room and door locks."""
 
+    thermostats: dict[str, int]
+    doors: dict[str, str]
     _DEFAULTS = {
         "thermostats": {room: 20 for room in ROOMS},
         "doors": {door: "unlocked" for door in DOORS},
@@ -77,6 +79,7 @@ class HomeController(_Scenario):
 class BankLedger(_Scenario):
     """Account balances in whole dollars."""
 
+    balances: dict[str, int]
     _DEFAULTS = {"balances": {account: 0 for account in ACCOUNTS}}
 
     def get_balance(self, account: str) -> dict[str, Any]:
@@ -104,6 +107,7 @@ class BankLedger(_Scenario):
 class FileStore(_Scenario):
     """A flat folder of short text files."""
 
+    files: dict[str, str]
     _DEFAULTS = {"files": {}}
 
     def read_file(self, name: str) -> dict[str, Any]:
