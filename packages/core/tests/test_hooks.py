@@ -37,8 +37,13 @@ class Everything:
         register("t.recipe", config="demo_plugin:CountConfig", run="demo_plugin:run", presets="")
 
     @hookimpl
-    def register_api_classes(self, register):
-        register("TCounter", "collections:Counter", docs=[{"name": "update", "parameters": {}}])
+    def register_tool_apis(self, register):
+        register(
+            "t.Counter",
+            "collections:Counter",
+            stateless=True,
+            docs=[{"name": "update", "parameters": {}}],
+        )
 
 
 def _registry():
@@ -79,14 +84,18 @@ def test_hook_register_recipes():
         assert entry.config_cls() is sys.modules["demo_plugin"].CountConfig
 
 
-def test_hook_register_api_classes():
+def test_hook_register_tool_apis():
     from collections import Counter
 
-    from aworld_rl_core.tooluse.bfcl.apis import api_class, registered_docs
+    from aworld_rl_core.tooluse.bfcl.apis import api_class, build_instances, registered_docs
 
     with registry.use_registry(_registry()):
-        assert api_class("TCounter") is Counter
-        assert registered_docs("TCounter") == [{"name": "update", "parameters": {}}]
+        entry = registry.get_tool_api("t.Counter")
+        assert entry.load() is Counter and entry.meta["stateless"] is True
+        instances = build_instances(["t.Counter"], {}, long_context=False)
+        assert instances == {"t.Counter": Counter()}
+        assert api_class("t.Counter") is Counter
+        assert registered_docs("t.Counter") == [{"name": "update", "parameters": {}}]
 
 
 def test_every_hook_is_documented_and_tested():

@@ -52,7 +52,7 @@ def scripted(monkeypatch):
 def config(*overrides):
     return load_config(
         CurriculumConfig,
-        preset="tiny-cpu",
+        preset="tiny-cpu-bfcl",
         presets="aworld_rl_envtuning:configs/curriculum",
         overrides=[
             "evaluation.entries_per_category=-1",

@@ -56,5 +56,5 @@ def test_a_registered_class_is_a_tool_space(notes_registry):
 def test_an_unknown_class_names_the_hook():
     from aworld_rl_funreason_mt.space import ToolSpace
 
-    with pytest.raises(ValueError, match="register_api_classes"):
+    with pytest.raises(ValueError, match="register_tool_apis"):
         ToolSpace(["NoSuchAPI"])

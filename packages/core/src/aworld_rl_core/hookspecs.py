@@ -107,26 +107,27 @@ def register_trainers(register: RegisterTrainer) -> None:
 
 
 @hookspec
+def register_tool_apis(register: Register) -> None:
+    """Register tool API classes for BFCL-shaped multi-turn environments:
+    ``register(name, "mod:Class", help=..., stateless=False, docs="mod:DOCS",
+    states="mod:STATES")``.
+
+    ``cls()`` builds a fresh instance per episode (its public methods are its tools, through
+    core's safe dispatcher); unless ``stateless``, its ``_load_scenario(state,
+    long_context=False)``, when it defines one, loads the entry's ``initial_config[name]``.
+    Public attributes are the state BFCL's state checker compares. ``docs`` (a list, or a
+    ``"module:attr"`` naming one) are its tools' BFCL function docs; ``states`` (optional) are
+    initial states a data generator may start from. An entry names the class by ``name`` in
+    ``involved_classes`` (BFCL's own offline classes need no registration; their names always
+    mean BFCL's). Core registers its micro-world's classes (``core.micro.*``).
+    """
+
+
+@hookspec
 def register_recipes(register: RegisterRecipe) -> None:
     """Register runnable jobs for ``aworld-run``.
 
     ``register(name, config="mod:Cls", run="mod:fn", presets="pkg:configs/dir", help=...)``:
     a frozen config dataclass, YAML presets shipped as package data, and
     ``run(cfg, run) -> RunResult``.
-    """
-
-
-@hookspec
-def register_api_classes(register: Register) -> None:
-    """Register tool-use API classes beside BFCL's eight: ``register(name, "mod:Class",
-    docs="mod:DOCS", states="mod:STATES", help=...)``.
-
-    The class is built with no arguments per episode; its public methods are its tools (core's
-    safe dispatcher); ``_load_scenario(state, long_context=False)``, when it defines one, loads
-    an initial state (BFCL's convention), and its public attributes are the state BFCL's state
-    checker compares. ``docs`` (a list, or a ``"module:attr"`` naming one) are its tools' BFCL
-    function docs (``name``, ``description``, ``parameters``, optionally ``response``); ``states``
-    (optional) are initial states a data generator may start from. The ``name`` is the class
-    name entries use in ``involved_classes`` and ``initial_config``; it must not be one of
-    BFCL's.
     """

@@ -6,6 +6,12 @@ from aworld_rl_core.hookspecs import hookimpl
 @hookimpl
 def register_datasets(register):
     register("core.toy-tasks", "aworld_rl_core.envs.toy:toy_tasks", help="toy topic rows")
+    register(
+        "core.microworld",
+        "aworld_rl_core.tooluse.microworld.world:rows",
+        help="micro-world entries of one split part (split_name=train|validation|held_out, "
+        "seed) as core.bfcl-multi-turn rows",
+    )
 
 
 @hookimpl
@@ -54,6 +60,20 @@ def register_trainers(register):
         config="aworld_rl_core.backends.llamafactory.config:LlamaFactoryConfig",
         help="SFT through LLaMA-Factory",
     )
+
+
+@hookimpl
+def register_tool_apis(register):
+    for name, cls in (
+        ("core.micro.home", "HomeController"),
+        ("core.micro.bank", "BankLedger"),
+        ("core.micro.files", "FileStore"),
+    ):
+        register(
+            name,
+            f"aworld_rl_core.tooluse.microworld.apis:{cls}",
+            help=f"micro-world tool API {cls}",
+        )
 
 
 @hookimpl

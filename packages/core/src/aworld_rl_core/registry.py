@@ -19,7 +19,7 @@ import pluggy
 from aworld_rl_core import hookspecs
 from aworld_rl_core.errors import PluginError
 
-KINDS = ("datasets", "environments", "rewards", "losses", "trainers", "recipes", "api_classes")
+KINDS = ("datasets", "environments", "rewards", "losses", "trainers", "tool_apis", "recipes")
 LOSS_KINDS = ("token", "model")
 DISABLE_ENV = "AWORLD_RL_DISABLE_PLUGINS"
 
@@ -419,3 +419,8 @@ def trainer_sections() -> tuple[dict[str, type], dict[str, str]]:
 
 def get_dataset(name: str) -> Any:
     return current().get("datasets", name).load()
+
+
+def get_tool_api(name: str) -> Entry:
+    """The registered tool API class ``name``: ``.load()`` gives it, ``.meta["stateless"]``."""
+    return current().get("tool_apis", name)

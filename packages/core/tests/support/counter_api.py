@@ -1,5 +1,5 @@
 """TEST DOUBLE: a user's own API class (a counter service), registered through the
-``register_api_classes`` hook by :class:`CounterPlugin`."""
+``register_tool_apis`` hook by :class:`CounterPlugin`."""
 
 from aworld_rl_core import hookimpl
 
@@ -64,7 +64,7 @@ STATES = [{"counts": {"ada": 2}}, {"counts": {"bo": 5, "ada": 1}}]
 
 class CounterPlugin:
     @hookimpl
-    def register_api_classes(self, register):
+    def register_tool_apis(self, register):
         register(
             "CounterAPI",
             "counter_api:CounterAPI",

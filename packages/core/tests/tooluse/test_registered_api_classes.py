@@ -26,7 +26,7 @@ def test_a_registered_class_plays_and_is_judged(counter_registry):
     from aworld_rl_core.tooluse.bfcl import entry_from_raw, function_docs, judge_multi_turn
     from aworld_rl_core.tooluse.bfcl.apis import api_class
 
-    assert "CounterAPI" in counter_registry.entries["api_classes"]
+    assert "CounterAPI" in counter_registry.entries["tool_apis"]
     assert api_class("CounterAPI").__name__ == "CounterAPI"
     docs = function_docs(["CounterAPI", "MathAPI"])
     assert [d["name"] for d in docs["CounterAPI"]] == ["counter_login", "bump", "read_count"]
@@ -46,5 +46,5 @@ def test_a_registered_class_plays_and_is_judged(counter_registry):
 def test_unknown_and_bad_registrations_are_named(counter_registry):
     from aworld_rl_core.tooluse.bfcl.apis import api_class
 
-    with pytest.raises(ValueError, match="register_api_classes"):
+    with pytest.raises(ValueError, match="register_tool_apis"):
         api_class("NoSuchAPI")

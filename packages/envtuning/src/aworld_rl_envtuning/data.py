@@ -48,6 +48,12 @@ class SplitConfig:
         help="shuffle each category on its own (paper) or the task numbers N shared by "
         "multi_turn_<category>_N (no task on both sides of the split)",
     )
+    source: Literal["bfcl", "microworld"] = option(
+        "bfcl",
+        help="BFCL's 800 multi-turn entries (paper), or core's micro-world (its own split by "
+        "template: held-out templates and slot combinations; the per-category counts and "
+        "`by` do not apply)",
+    )
 
 
 @dataclass(frozen=True)
@@ -115,10 +121,23 @@ def _natural(entry_id: str) -> tuple[str, int]:
 
 
 def bfcl_split(cfg: SplitConfig) -> Split:
-    """The split of the installed bfcl-eval's multi-turn entries."""
+    """The split of the installed bfcl-eval's multi-turn entries (``source=microworld``: of
+    core's micro-world, see :func:`micro_split`)."""
+    if cfg.source == "microworld":
+        return micro_split(cfg.seed)
     from aworld_rl_core.tooluse.bfcl import load_category
 
     return split_ids({c: [e.id for e in load_category(c)] for c in CATEGORIES}, cfg)
+
+
+def micro_split(seed: int) -> Split:
+    """Core's micro-world split (``aworld_rl_core.tooluse.microworld.split``): whole templates
+    held out or kept for validation, the training templates' slot combinations shared out with
+    ``seed``; its entries are in ``multi_turn_base`` and ``multi_turn_miss_param``."""
+    from aworld_rl_core.tooluse.microworld import split
+
+    parts = split(seed)
+    return Split(seed, {p: {c: list(parts[p].get(c, [])) for c in CATEGORIES} for p in SPLITS})
 
 
 def write_split(split: Split, directory: Path) -> Path:

@@ -294,7 +294,12 @@ def _entries_by_id(categories: tuple[str, ...]) -> dict[str, BfclEntry]:
 
 
 def get_entry(entry_id: str) -> BfclEntry:
-    """The BFCL multi-turn entry with this id (e.g. ``multi_turn_base_0``)."""
+    """The BFCL multi-turn entry with this id (e.g. ``multi_turn_base_0``), or core's
+    micro-world entry (``micro_set_temp_0``)."""
+    from aworld_rl_core.tooluse.microworld import bfcl_entry, is_micro_id
+
+    if is_micro_id(entry_id):
+        return bfcl_entry(entry_id)
     entries = _entries_by_id(())
     if entry_id not in entries:
         raise KeyError(f"no BFCL multi-turn entry {entry_id!r} (ids look like multi_turn_base_0)")

@@ -56,9 +56,12 @@ class GroundTruthAgent:
     """An agent that writes each entry's ground truth in the protocol (a pipeline check: every
     entry must score 100%). ``for_entry`` gives the per-episode script."""
 
-    def __init__(self, think_tag: str = "think", *, protocol: Protocol = "bfcl") -> None:
+    def __init__(
+        self, think_tag: str = "think", *, protocol: Protocol = "bfcl", call_per_step: bool = False
+    ) -> None:
         self.think_tag = think_tag
         self.protocol = protocol
+        self.call_per_step = call_per_step
 
     def for_entry(self, entry: BfclEntry) -> _Script:
         if self.protocol == "bfcl":
@@ -68,7 +71,9 @@ class GroundTruthAgent:
         else:
             from aworld_rl_envtuning.replay import ground_truth_responses
 
-            turns = ground_truth_responses(entry, think_tag=self.think_tag)
+            turns = ground_truth_responses(
+                entry, think_tag=self.think_tag, call_per_step=self.call_per_step
+            )
         return _Script([text for turn in turns for text in turn])
 
 

@@ -12,9 +12,13 @@ if TYPE_CHECKING:
     from aworld_rl_envtuning.env import EnvTuningEnv
 
 
-def ground_truth_responses(entry: BfclEntry, *, think_tag: str = "think") -> list[list[str]]:
+def ground_truth_responses(
+    entry: BfclEntry, *, think_tag: str = "think", call_per_step: bool = False
+) -> list[list[str]]:
     """Per user turn: one ``<tool_call>`` response with the turn's ground-truth calls (JSON,
-    positional arguments bound to their names) when it has any, then an ``<answer>``."""
+    positional arguments bound to their names) when it has any, then an ``<answer>``.
+    ``call_per_step``: one response per call instead, so a call that needs an earlier call's
+    result comes after that result is shown."""
     docs = list(entry.functions) + [d for ds in entry.missed_functions.values() for d in ds]
     signatures = signatures_from_tools(docs)
     turns = []
@@ -23,10 +27,11 @@ def ground_truth_responses(entry: BfclEntry, *, think_tag: str = "think") -> lis
         if calls:
             parsed = [c for text in calls for c in parse_python_calls(text)]
             bound = [bind_positional(c, signatures.get(c.name, [])).to_dict() for c in parsed]
-            responses.append(
-                f"<{think_tag}>Turn {index}: call the tools.</{think_tag}>"
-                f"<tool_call>{json.dumps(bound, ensure_ascii=False)}</tool_call>"
-            )
+            for step in [[b] for b in bound] if call_per_step else [bound]:
+                responses.append(
+                    f"<{think_tag}>Turn {index}: call the tools.</{think_tag}>"
+                    f"<tool_call>{json.dumps(step, ensure_ascii=False)}</tool_call>"
+                )
         responses.append(f"<{think_tag}>Turn {index} is done.</{think_tag}><answer>Done.</answer>")
         turns.append(responses)
     return turns

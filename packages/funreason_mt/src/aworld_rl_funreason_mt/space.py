@@ -1,5 +1,5 @@
 """The tool space: BFCL's offline multi-turn API classes (and a user's own, registered through
-core's ``register_api_classes`` plugin hook), their tools and initial states.
+core's ``register_tool_apis`` plugin hook), their tools and initial states.
 
 A :class:`ToolSpace` holds the tools (BFCL function docs, with the output fields their
 ``response`` lists) and a pack of initial states per class. A :class:`Session` is one
@@ -122,7 +122,7 @@ def _bfcl_scenarios(classes: Sequence[str]) -> dict[str, list[dict[str, Any]]]:
 
 
 def registered_classes() -> list[str]:
-    """API classes the installed plugins register (core's ``register_api_classes`` hook)."""
+    """API classes the installed plugins register (core's ``register_tool_apis`` hook)."""
     from aworld_rl_core.tooluse.bfcl.apis import registered_api_classes
 
     return sorted(registered_api_classes())
@@ -156,7 +156,7 @@ class ToolSpace:
         if unknown or not classes:
             raise ValueError(
                 f"unknown API classes {unknown}; choose from {', '.join(BFCL_CLASSES)} or a class "
-                f"a plugin registers (register_api_classes; now: {', '.join(registered) or 'none'})"
+                f"a plugin registers (register_tool_apis; now: {', '.join(registered) or 'none'})"
                 if unknown
                 else "the tool space needs at least one API class"
             )

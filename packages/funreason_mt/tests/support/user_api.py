@@ -1,5 +1,5 @@
 """TEST DOUBLE: a user's own API class (a notes service) and the plugin that registers it through
-core's ``register_api_classes`` hook, for the tool space beyond BFCL's eight classes."""
+core's ``register_tool_apis`` hook, for the tool space beyond BFCL's eight classes."""
 
 from aworld_rl_core import hookimpl
 
@@ -70,5 +70,5 @@ STATES = [{"notes": {}}, {"notes": {"7": {"author": "kim", "text": "hello"}}}]
 
 class NotesPlugin:
     @hookimpl
-    def register_api_classes(self, register):
+    def register_tool_apis(self, register):
         register("NotesAPI", "user_api:NotesAPI", docs="user_api:DOCS", states="user_api:STATES")

@@ -105,7 +105,7 @@ def load_tokenizer(model_cfg: ModelConfig) -> Any:
     key = "model.tokenizer" if model_cfg.tokenizer else "model.name_or_path"
     source = check_source(model_cfg.tokenizer or model_cfg.name_or_path, key)
     if is_tiny(source):
-        tokenizer = tiny_tokenizer()
+        tokenizer = tiny_tokenizer(parse_tiny(tiny_spec(source))[1].vocab)
     else:
         from transformers import AutoTokenizer
 

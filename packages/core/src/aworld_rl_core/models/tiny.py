@@ -10,7 +10,10 @@
 ``tiny:qwen3``, ``tiny:qwen2`` and ``tiny:qwen2_5_vl`` in ``model.name_or_path`` name these. The
 text models take a size after the architecture: ``tiny:qwen3:hidden=128,layers=4`` (any key;
 default hidden 32, 2 layers; 4 attention heads, MLP twice the hidden size) and a sliding
-window below the last layer: ``tiny:qwen2:hidden=64,window=32``.
+window below the last layer: ``tiny:qwen2:hidden=64,window=32``. ``vocab=N`` swaps Qwen3's
+151,669-token tokenizer for a byte-level BPE of N tokens trained in-process on the tool-use
+micro-world's text (``tiny:qwen2:hidden=64,vocab=1024``; see
+:mod:`aworld_rl_core.tooluse.microworld.tokenizer`).
 """
 
 from __future__ import annotations
@@ -62,8 +65,13 @@ def _base_tokenizer() -> Any:
     return tok
 
 
-def tiny_tokenizer() -> Any:
-    """Qwen3's tokenizer (151,669 tokens) with our chat template; a fresh copy on every call."""
+def tiny_tokenizer(vocab: int = 0) -> Any:
+    """Qwen3's tokenizer (151,669 tokens) with our chat template; a fresh copy on every call.
+    ``vocab > 0``: the micro-world's BPE of that many tokens (same chat template)."""
+    if vocab:
+        from aworld_rl_core.tooluse.microworld.tokenizer import world_tokenizer
+
+        return world_tokenizer(vocab)
     return copy.deepcopy(_base_tokenizer())
 
 
@@ -77,11 +85,13 @@ def check_arch(arch: str, allowed: tuple[str, ...] = TINY_ARCHS) -> str:
 class TinySize:
     """Width and depth of a tiny text model (``hidden=128,layers=4`` in its name); ``window``:
     every layer but the last attends to the last ``window`` tokens only (sliding-window
-    attention; 0: every layer attends to everything)."""
+    attention; 0: every layer attends to everything); ``vocab``: the micro-world tokenizer's
+    size (0: Qwen3's tokenizer)."""
 
     hidden: int = 32
     layers: int = 2
     window: int = 0
+    vocab: int = 0
 
     def __post_init__(self) -> None:
         if not (8 <= self.hidden <= 2048 and self.hidden % 8 == 0):
@@ -97,6 +107,12 @@ class TinySize:
                 "1 to 4096 tokens and at least 2 layers (the last one attends to everything)"
             )
 
+        if self.vocab and not 300 <= self.vocab <= 8192:
+            raise ValueError(
+                f"tiny model vocab={self.vocab}: use 300 to 8192 (a BPE trained on the "
+                "micro-world's text) or leave it out for Qwen3's tokenizer"
+            )
+
     @property
     def label(self) -> str:
         """``hidden128-layers4`` (empty for the default size)."""
@@ -105,7 +121,7 @@ class TinySize:
         return "-".join(
             f"{f.name}{getattr(self, f.name)}"
             for f in fields(self)
-            if f.name != "window" or self.window
+            if f.name not in ("window", "vocab") or getattr(self, f.name)
         )
 
 
@@ -176,8 +192,10 @@ def tiny_causal_lm(
     import torch
     from transformers import AutoModelForCausalLM, GenerationConfig
 
-    tokenizer = tokenizer if tokenizer is not None else _base_tokenizer()
-    config = _text_config(arch, len(tokenizer), tokenizer, size or TinySize())
+    size = size or TinySize()
+    if tokenizer is None:
+        tokenizer = tiny_tokenizer(size.vocab) if size.vocab else _base_tokenizer()
+    config = _text_config(arch, len(tokenizer), tokenizer, size)
     with _seeded(seed, torch):
         model = AutoModelForCausalLM.from_config(config)
     model.generation_config = GenerationConfig(
@@ -287,7 +305,12 @@ def tiny_model_dir(arch: str = "qwen3", seed: int = 0) -> Path:
     arch, size = parse_tiny(arch)
     from aworld_rl_core.runs import aworld_home
 
-    name = "-".join(part for part in (arch, size.label, f"seed{seed}") if part)
+    corpus = ""
+    if size.vocab:  # the tokenizer is trained on the world's text: a changed world, a new name
+        from aworld_rl_core.tooluse.microworld.tokenizer import corpus_digest
+
+        corpus = f"world{corpus_digest()}"
+    name = "-".join(part for part in (arch, size.label, corpus, f"seed{seed}") if part)
     target = aworld_home() / "tiny" / name
     if (target / "config.json").is_file() and (target / "tokenizer_config.json").is_file():
         return target
@@ -300,7 +323,7 @@ def tiny_model_dir(arch: str = "qwen3", seed: int = 0) -> Path:
             vl.tokenizer.save_pretrained(staging)
             vl.image_processor.save_pretrained(staging)
         else:
-            tokenizer = tiny_tokenizer()
+            tokenizer = tiny_tokenizer(size.vocab)
             tiny_causal_lm(tokenizer, arch=arch, seed=seed, size=size).save_pretrained(staging)
             tokenizer.save_pretrained(staging)
         try:

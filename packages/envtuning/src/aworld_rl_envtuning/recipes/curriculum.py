@@ -60,6 +60,12 @@ class EvaluationConfig:
     entries_per_category: int = option(
         0, help="held-out entries per category (0 = all 300; -1 = skip)", ge=-1
     )
+    points_per_category: int = option(
+        0,
+        help="held-out entries per category played at every point (random start, warm start, "
+        "each stage's end): the report's first table, heldout/accuracy/<point> (0 = off)",
+        ge=0,
+    )
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -185,6 +191,14 @@ def run_curriculum(cfg: CurriculumConfig, run: Run) -> RunResult:
     state = _train_stages(cfg, cfg.stages, run)
     metrics, outputs = _stage_results(state, cfg.stages, run)
     outputs.update(model=Path(state.model), state=run.dir / "curriculum_state.json")
+    dry = cfg.trainer.backend == "verl" and section(cfg.trainer, VerlConfig).dry_run
+    if cfg.evaluation.points_per_category > 0 and not dry:
+        from aworld_rl_envtuning.recipes.heldout import evaluate_points
+        from aworld_rl_envtuning.recipes.training import local_model_path
+
+        start = local_model_path(cfg.model.name_or_path)
+        split = read_split(run.dir / "split.json")
+        metrics = {**evaluate_points(cfg, state, split, start, run), **metrics}  # first
     if cfg.evaluation.entries_per_category >= 0:
         split = read_split(run.dir / "split.json")
         if cfg.trainer.backend == "verl" and section(cfg.trainer, VerlConfig).dry_run:

@@ -47,15 +47,24 @@ class WarmStartConfig:
         help="one sample per assistant turn in its context (false: one per episode, every "
         "assistant turn supervised)",
     )
+    call_per_step: bool = option(
+        False,
+        help="the ground truth one call per reply (a call needing an earlier call's result "
+        "comes after it); false: a turn's calls in one reply",
+    )
 
 
-def trajectories(ids: list[str], **env_options: Any) -> list[dict[str, Any]]:
+def trajectories(
+    ids: list[str], *, call_per_step: bool = False, **env_options: Any
+) -> list[dict[str, Any]]:
     """SFT rows: each entry's ground truth played through its environment (``messages``)."""
     from aworld_rl_core.engine import play
     from aworld_rl_envtuning.env import EnvTuningEnv, get_entry
     from aworld_rl_envtuning.evaluate import GroundTruthAgent
 
-    agent = GroundTruthAgent(env_options.get("think_tag", "think"), protocol="envtuning")
+    agent = GroundTruthAgent(
+        env_options.get("think_tag", "think"), protocol="envtuning", call_per_step=call_per_step
+    )
 
     async def one(entry_id: str) -> dict[str, Any]:
         entry = get_entry(entry_id)
@@ -168,7 +177,7 @@ def warm_start(cfg: Any, start: str, split: Split, run: Run) -> str:
                 model=replace(cfg.model, name_or_path=start),
                 trainer=sft,
                 run=sub,
-                train_rows=trajectories(ids, **env_options),
+                train_rows=trajectories(ids, call_per_step=ws.call_per_step, **env_options),
             )
         )
     finally:

@@ -1,8 +1,10 @@
 """BFCL's multi-turn API classes: look them up and build fresh, per-episode instances.
 
-The eight offline classes of the multi-turn categories are supported (the v4 web-search and
-memory backends need network, API keys or model downloads), and any class a plugin registers
-through the ``register_api_classes`` hook (a user's own API, played and judged the same way).
+Of BFCL's own classes only the eight offline ones of the multi-turn categories are supported
+(the v4 web-search and memory backends need network, API keys or model downloads). Any other
+name in an entry's ``involved_classes`` is a class registered through the plugin hook
+``register_tool_apis`` (core's micro-world registers its own there); it is built and loaded the
+same way, so the same episodes, judges and exports serve both.
 """
 
 from __future__ import annotations
@@ -30,10 +32,10 @@ OFFLINE_CLASSES = frozenset(
 
 
 def registered_api_classes() -> dict[str, Any]:
-    """API classes the installed plugins registered (``register_api_classes``): name -> entry."""
+    """API classes the installed plugins registered (``register_tool_apis``): name -> entry."""
     from aworld_rl_core.registry import current
 
-    return dict(current().entries["api_classes"])
+    return dict(current().entries["tool_apis"])
 
 
 def api_class(name: str) -> type:
@@ -47,7 +49,7 @@ def api_class(name: str) -> type:
             f"API class {name!r} is neither one of BFCL's offline classes "
             f"({', '.join(sorted(OFFLINE_CLASSES))}) nor registered by a plugin "
             f"({', '.join(sorted(registered)) or 'none'}); register it with the "
-            "register_api_classes hook"
+            "register_tool_apis hook"
         )
     cls = registered[name].load()
     if not isinstance(cls, type):
@@ -107,11 +109,11 @@ def build_instances(
     ``initial_config_json`` holds each class's state as JSON text, so every episode parses its own
     deep copy (what BFCL's ``copy.deepcopy`` gives, faster).
     """
-    stateless = stateless_classes()
     instances: dict[str, object] = {}
     for name in classes:
-        instance = api_class(name)()
-        if name not in stateless:
+        cls, stateless = _resolve(name)
+        instance = cls()
+        if not stateless:
             state = json.loads(initial_config_json.get(name, "{}"))
             load = getattr(instance, "_load_scenario", None)
             if load is not None:
@@ -123,6 +125,15 @@ def build_instances(
                 )
         instances[name] = instance
     return instances
+
+
+def _resolve(name: str) -> tuple[type, bool]:
+    """The class an entry names and whether it is stateless (BFCL's ``STATELESS_CLASSES``, or a
+    registered class's ``stateless=True``)."""
+    if name in OFFLINE_CLASSES:
+        return api_class(name), name in stateless_classes()
+    cls = api_class(name)
+    return cls, bool(registered_api_classes()[name].meta.get("stateless", False))
 
 
 def public_state(instance: object) -> dict[str, object]:

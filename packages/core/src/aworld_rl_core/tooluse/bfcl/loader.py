@@ -201,7 +201,7 @@ def function_docs(classes: Sequence[str]) -> dict[str, list[dict[str, Any]]]:
     if unknown:
         raise ValueError(
             f"unknown API classes {unknown}: neither BFCL's nor registered by a plugin (the "
-            "register_api_classes hook)"
+            "register_tool_apis hook)"
         )
     docs = _load_docs(data_dir(), bfcl) if bfcl else {}
     return {cls: docs[cls] if cls in bfcl else registered_docs(cls) for cls in classes}
