@@ -23,7 +23,7 @@ def test_api_classes_register_through_the_plugin_hook():
 def test_unknown_class_names_both_registries():
     from aworld_rl_core.tooluse.bfcl.apis import build_instances
 
-    with pytest.raises(ValueError, match="core.micro.nope.*registered tool API"):
+    with pytest.raises(ValueError, match="core.micro.nope.*register_tool_apis"):
         build_instances(["core.micro.nope"], {}, long_context=False)
 
 
