@@ -18,6 +18,7 @@ import json
 from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Any
 
+from aworld_rl_core.atomic import write_atomic
 from aworld_rl_core.config import option
 
 if TYPE_CHECKING:
@@ -219,7 +220,7 @@ def _report(
             lines.append(f"| {names.get(key, key)} | {' | '.join(cells)} |")
     run.add_section("Warm start", "\n".join(lines) + "\n")
     record = {"sft": sft, **scores}
-    (run.dir / FOLDER / RESULT_FILE).write_text(json.dumps(record, indent=1), encoding="utf-8")
+    write_atomic(run.dir / FOLDER / RESULT_FILE, json.dumps(record, indent=1))
     prefixes = {"stage 1's training entries": "train", "validation": "val"}
     run.log(
         {
