@@ -123,6 +123,12 @@ class Run:
         """Append metrics to ``metrics.jsonl`` (and the enabled trackers)."""
         self._metrics.log(metrics, step)
 
+    def rewind(self, step: int) -> int:
+        """Forget the metrics rows past ``step`` (a resume from the checkpoint at ``step`` logs
+        them again); a run's ``metrics.jsonl`` holds one step axis (a recipe that trains twice
+        gives each training a sub-run)."""
+        return self._metrics.rewind(step)
+
     def add_section(self, title: str, markdown: str) -> None:
         """Add a section (a table, a note) to ``report.md``."""
         self.sections.append((title, markdown))
