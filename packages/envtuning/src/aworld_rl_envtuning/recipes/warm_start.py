@@ -48,6 +48,12 @@ class WarmStartConfig:
         help="one sample per assistant turn in its context (false: one per episode, every "
         "assistant turn supervised)",
     )
+    save_steps: int = option(
+        50,
+        help="checkpoint every N SFT steps (0: only at the end); a killed run resumed with "
+        "--resume continues the warm start from its latest checkpoint",
+        ge=0,
+    )
 
 
 def trajectories(ids: list[str], **env_options: Any) -> list[dict[str, Any]]:
@@ -104,6 +110,7 @@ def sft_trainer(ws: WarmStartConfig, seed: int) -> Any:
         batch_size=ws.batch_size,
         micro_batch_size=1,
         seed=seed,
+        save_steps=ws.save_steps,
         sft=SFTConfig(max_length=ws.max_length, per_turn=ws.per_turn, lr_scheduler="constant"),
     )
 
