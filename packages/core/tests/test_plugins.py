@@ -314,3 +314,14 @@ def test_installed_plugins_that_collide_or_raise_fail_alone(tmp_path):
     assert helped.returncode == 0 and "trainer.rl.group_size" in helped.stdout
     shown = aworld_run("show-config", "core.bfcl-check")
     assert shown.returncode == 0, shown.stderr
+
+
+def test_an_extra_plugin_stands_in_for_the_installed_one_of_its_name():
+    class FakeCore:
+        @hookimpl
+        def register_rewards(self, register):
+            register("core.fake", len)
+
+    reg = registry.build_registry(extra=[("core", FakeCore())])
+    assert "core.fake" in reg.entries["rewards"] and "core.grpo" not in reg.entries["recipes"]
+    assert [p.name for p in reg.plugins].count("core") == 1 and not reg.failures

@@ -331,7 +331,9 @@ def _dist_name(ep: md.EntryPoint) -> str | None:
 def build_registry(
     extra: Sequence[tuple[str, object]] = (), *, entry_points: bool = True
 ) -> Registry:
-    """Load the ``aworld_rl`` entry points and ``extra`` (name, plugin) pairs into a registry.
+    """Load the ``aworld_rl`` entry points and ``extra`` (name, plugin) pairs into a registry
+    (an extra plugin named like an installed one replaces it: a test double of ``funreason``
+    registers ``funreason.*`` names).
 
     Each plugin fails alone: one that does not import, implements a hook no spec defines
     (``check_pending``), raises in a hook (``SystemExit`` and ``KeyboardInterrupt`` included)
@@ -347,7 +349,12 @@ def _build_registry(extra: Sequence[tuple[str, object]], *, entry_points: bool) 
     pm.add_hookspecs(hookspecs)
     registry = Registry()
     blocked = _disabled()
-    candidates = _entry_point_candidates(registry) if entry_points else []
+    standing_in = {name for name, _ in extra}  # a test double stands in for the installed one
+    candidates = (
+        [c for c in _entry_point_candidates(registry) if c.info.name not in standing_in]
+        if entry_points
+        else []
+    )
     candidates += [
         _Candidate(PluginInfo(n, None, None), functools.partial(_same, p)) for n, p in extra
     ]
