@@ -49,9 +49,10 @@ class WarmStartConfig:
         "assistant turn supervised)",
     )
     save_steps: int = option(
-        50,
+        100,
         help="checkpoint every N SFT steps (0: only at the end); a killed run resumed with "
-        "--resume continues the warm start from its latest checkpoint",
+        "--resume continues the warm start from its latest checkpoint (each one holds the "
+        "weights and the optimizer state)",
         ge=0,
     )
 
