@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import shutil
 
 import pytest
 
@@ -60,5 +61,13 @@ def test_tiny_cpu_trains_then_resumes(tmp_path):
     resumed, _ = execute("core.grpo", run, more, output_dir=tmp_path, resume=True, quiet=True)
     assert resumed.metrics["global_step"] == 2
     assert [p.name for p in resumed.checkpoints] == ["checkpoint-1", "checkpoint-2"]
+    logged = [json.loads(line) for line in (tmp_path / "metrics.jsonl").read_text().splitlines()]
+    assert [r["step"] for r in logged if "reward_mean" in r] == [1, 2]
+
+    # as if killed while saving checkpoint-2 (after step 2 was logged): step 2 runs again and
+    # is logged once (main logged it twice)
+    shutil.rmtree(tmp_path / "checkpoints" / "checkpoint-2")
+    again, _ = execute("core.grpo", run, more, output_dir=tmp_path, resume=True, quiet=True)
+    assert again.metrics["global_step"] == 2
     logged = [json.loads(line) for line in (tmp_path / "metrics.jsonl").read_text().splitlines()]
     assert [r["step"] for r in logged if "reward_mean" in r] == [1, 2]

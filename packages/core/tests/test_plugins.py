@@ -19,32 +19,109 @@ def test_core_registers_backends_and_recipes():
     assert core.dist == "aworld-rl-core" and core.error is None
 
 
-def test_duplicate_name_blocks_only_that_name():
-    class Twin:
+def test_a_name_in_another_plugins_namespace_is_refused_and_the_first_party_kept():
+    class Foreign:
         @hookimpl
         def register_recipes(self, register):
+            register("foreign.other", config=object, run=print, presets="x:y")
             register("demo.count", config=object, run=print, presets="x:y")
+
+    reg = registry.build_registry(extra=[("demo", DemoPlugin()), ("foreign", Foreign())])
+    assert reg.conflicts == {}
+    foreign = next(p for p in reg.plugins if p.name == "foreign")
+    assert foreign.error == (
+        "register_recipes raised PluginError: plugin 'foreign' registered recipe 'demo.count' "
+        "outside its namespace: plugin 'foreign' registers names 'foreign.<name>' ('demo.*' "
+        "belongs to plugin 'demo')"
+    )
+    assert reg.entries["recipes"]["demo.count"].plugin == "demo"  # the first party keeps it
+    assert "foreign.other" not in reg.entries["recipes"]  # a refused plugin registers nothing
+
+
+def test_an_undotted_name_is_only_for_backends():
+    class Bare:
+        @hookimpl
+        def register_rewards(self, register):
+            register("exact", len)
+
+    reg = registry.build_registry(extra=[("bare", Bare())], entry_points=False)
+    (bare,) = reg.failures
+    assert "reward 'exact' outside its namespace: plugin 'bare' registers names 'bare.<name>'" in (
+        bare.error
+    )
+
+
+def test_duplicate_backend_name_blocks_only_that_name():
+    class Twin:
+        @hookimpl
+        def register_trainers(self, register):
+            register("trl", print)
+
+        @hookimpl
+        def register_recipes(self, register):
             register("twin.other", config=object, run=print, presets="x:y")
 
     reg = registry.build_registry(extra=[("demo", DemoPlugin()), ("twin", Twin())])
-    assert reg.conflicts == {("recipes", "demo.count"): ["demo", "twin"]}
+    assert reg.conflicts == {("trainers", "trl"): ["core", "twin"]}
     assert not reg.failures
     with registry.use_registry(reg):
         with pytest.raises(
             PluginError,
-            match="recipe 'demo.count' is registered by plugin 'demo' and plugin 'twin', so it "
+            match="trainer 'trl' is registered by plugin 'core' and plugin 'twin', so it "
             "is blocked; uninstall one, or block one with AWORLD_RL_DISABLE_PLUGINS=twin",
         ):
-            registry.get_recipe("demo.count")
+            registry.get_trainer("trl")
         assert registry.get_recipe("twin.other").plugin == "twin"
         assert "demo.length" in registry.names("rewards")  # demo's other names still work
         assert "core.grpo" in registry.names("recipes")
 
 
+class ExitsInHook:
+    @hookimpl
+    def register_rewards(self, register):
+        raise SystemExit(3)
+
+
+class InterruptsInHook:
+    @hookimpl
+    def register_recipes(self, register):
+        raise KeyboardInterrupt
+
+
+def _interrupting_import():
+    raise KeyboardInterrupt
+
+
+@pytest.mark.parametrize(
+    ("plugin", "error"),
+    [
+        (ExitsInHook(), "register_rewards raised SystemExit: 3"),
+        (InterruptsInHook(), "register_recipes raised KeyboardInterrupt"),
+    ],
+)
+def test_system_exit_and_keyboard_interrupt_from_a_hook_are_contained(plugin, error):
+    reg = registry.build_registry(extra=[("demo", DemoPlugin()), ("bad", plugin)])
+    assert [(p.name, p.error) for p in reg.failures] == [("bad", error)]
+    assert {"demo.count", "core.grpo"} <= set(reg.entries["recipes"])
+
+
+def test_a_real_ctrl_c_while_plugins_load_still_stops(monkeypatch):
+    import signal
+
+    class PressesCtrlC:
+        @hookimpl
+        def register_rewards(self, register):
+            signal.raise_signal(signal.SIGINT)
+
+    with pytest.raises(KeyboardInterrupt):
+        registry.build_registry(extra=[("ctrl", PressesCtrlC())], entry_points=False)
+    assert signal.getsignal(signal.SIGINT) is signal.default_int_handler
+
+
 class Raises:
     @hookimpl
     def register_rewards(self, register):
-        register("raises.fine", len)
+        register("bad.fine", len)
 
     @hookimpl
     def register_recipes(self, register):
@@ -159,6 +236,47 @@ def _fake_dist(site, dist, version, entry_points, module, code):
 HOOK = "from aworld_rl_core import hookimpl\n\n@hookimpl\ndef register_recipes(register):\n"
 
 
+def test_installed_plugins_that_exit_or_interrupt_are_listed_and_the_cli_works(tmp_path):
+    site = tmp_path / "site"
+    _fake_dist(
+        site,
+        "exiting-plugin",
+        "2.0",
+        "exiting = exiting_plugin",
+        "exiting_plugin",
+        HOOK + "    raise SystemExit(3)\n",
+    )
+    _fake_dist(
+        site,
+        "interrupting-plugin",
+        "1.5",
+        "interrupting = interrupting_plugin",
+        "interrupting_plugin",
+        "raise KeyboardInterrupt\n",
+    )
+    env = {**os.environ, "PYTHONPATH": str(site), "COLUMNS": "250"}
+
+    def aworld_run(*args):
+        return subprocess.run(
+            [sys.executable, "-m", "aworld_rl_core.cli", *args],
+            capture_output=True,
+            text=True,
+            env=env,
+            timeout=120,
+        )
+
+    listed = aworld_run("plugins")
+    assert listed.returncode == 1, listed.stderr  # 1: some plugin failed (main: 3, no output)
+    lines = listed.stdout.splitlines()
+    exiting = next(line for line in lines if "exiting-plugin" in line)
+    assert "2.0" in exiting and "register_recipes raised SystemExit: 3" in exiting
+    interrupting = next(line for line in lines if "interrupting-plugin" in line)
+    assert "1.5" in interrupting and "KeyboardInterrupt" in interrupting
+    assert "core.bfcl-check" in listed.stdout
+    helped = aworld_run("core.grpo", "--help")
+    assert helped.returncode == 0 and "trainer.rl.group_size" in helped.stdout
+
+
 def test_installed_plugins_that_collide_or_raise_fail_alone(tmp_path):
     site = tmp_path / "site"
     _fake_dist(
@@ -196,3 +314,14 @@ def test_installed_plugins_that_collide_or_raise_fail_alone(tmp_path):
     assert helped.returncode == 0 and "trainer.rl.group_size" in helped.stdout
     shown = aworld_run("show-config", "core.bfcl-check")
     assert shown.returncode == 0, shown.stderr
+
+
+def test_an_extra_plugin_stands_in_for_the_installed_one_of_its_name():
+    class FakeCore:
+        @hookimpl
+        def register_rewards(self, register):
+            register("core.fake", len)
+
+    reg = registry.build_registry(extra=[("core", FakeCore())])
+    assert "core.fake" in reg.entries["rewards"] and "core.grpo" not in reg.entries["recipes"]
+    assert [p.name for p in reg.plugins].count("core") == 1 and not reg.failures

@@ -30,3 +30,27 @@ def test_plots_only_for_series_logged_more_than_once(tmp_path):
 
 def test_tracking_defaults_are_off():
     assert TrackingConfig() == TrackingConfig(tensorboard=False, wandb=False)
+
+
+def test_rewind_drops_rows_past_the_checkpoint_step_once(tmp_path):
+    """A resume from checkpoint-2 after rows 3 and 4 were logged (and a torn last line)."""
+    from aworld_rl_core.tracking import MetricsLog, TrackingConfig, read_metrics
+
+    log = MetricsLog(tmp_path, TrackingConfig(), "demo")
+    log.log({"setup": 1.0})
+    for step in (1, 2, 3, 4):
+        log.log({"loss": float(step)}, step=step)
+    log.close()
+    with (tmp_path / "metrics.jsonl").open("a") as handle:
+        handle.write('{"step": 5, "lo')
+    log = MetricsLog(tmp_path, TrackingConfig(), "demo")
+    assert log.rewind(2) == 3
+    log.log({"loss": 3.5}, step=3)
+    log.close()
+    rows = read_metrics(tmp_path / "metrics.jsonl")
+    assert [(r.get("step"), r.get("loss"), r.get("setup")) for r in rows] == [
+        (None, None, 1.0),
+        (1, 1.0, None),
+        (2, 2.0, None),
+        (3, 3.5, None),
+    ]

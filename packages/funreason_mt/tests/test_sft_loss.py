@@ -31,8 +31,8 @@ def test_the_paper_loss_is_srml_by_name():
 
 
 def test_srml_resolved_through_the_registry(tmp_path, aworld_home, monkeypatch):
-    monkeypatch.setenv("AWORLD_RL_DISABLE_PLUGINS", "funreason")  # the double stands in for it
-    reg = registry.build_registry(extra=[("srml_double", srml_double.SrmlDouble())])
+    # the double stands in for an installed funreason (its plugin name: names are namespaced)
+    reg = registry.build_registry(extra=[("funreason", srml_double.SrmlDouble())])
     srml_double.CALLS.clear()
     with registry.use_registry(reg):
         assert loss_installed("funreason.srml")

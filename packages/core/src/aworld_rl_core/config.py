@@ -240,20 +240,70 @@ class _UniqueKeyLoader(_SafeLoader):
         return super().construct_mapping(node, deep=deep)
 
 
+MAX_CONFIG_BYTES = 1 << 20
+"""A config file (or one override value) larger than this is refused before it is parsed: presets
+are a few KiB, and reading ``/dev/zero`` or a log file by mistake must fail fast."""
+MAX_CONFIG_VALUES = 100_000
+"""The most values (mappings, lists and scalars, counting every use of a YAML alias) one config
+may expand to: a free-form field cannot hold an alias bomb (``&a [*b, *b, ...]`` nested)."""
+MAX_CONFIG_DEPTH = 64
+
+
 def parse_yaml(text: str, what: str) -> Any:
-    """YAML text to data; syntax errors and duplicate keys are one-line ConfigErrors."""
+    """YAML text to data; syntax errors, duplicate keys and configs too large, too deep or
+    expanding too far through aliases are one-line ConfigErrors."""
+    if len(text) > MAX_CONFIG_BYTES:
+        raise ConfigError(
+            f"{what} is {len(text):,} characters, over the {MAX_CONFIG_BYTES:,} a config may "
+            "hold; pass a small YAML mapping (large data goes in a file a key names)"
+        )
     try:
-        return yaml.load(text, Loader=_UniqueKeyLoader)  # a SafeLoader subclass
+        data = yaml.load(text, Loader=_UniqueKeyLoader)  # a SafeLoader subclass
     except yaml.YAMLError as exc:
         detail = " ".join(str(exc).split())
         raise ConfigError(f"{what} is not valid YAML: {detail}") from None
+    except RecursionError:
+        raise ConfigError(f"{what} nests too deeply (over {MAX_CONFIG_DEPTH} levels)") from None
+    _check_expansion(data, what)
+    return data
+
+
+def _check_expansion(data: Any, what: str) -> None:
+    """Walk ``data`` as the config code will (aliases expanded), stopping at the caps."""
+    stack: list[tuple[Any, int]] = [(data, 0)]
+    seen = 0
+    while stack:
+        value, depth = stack.pop()
+        seen += 1
+        if seen > MAX_CONFIG_VALUES:
+            raise ConfigError(
+                f"{what} expands to over {MAX_CONFIG_VALUES:,} values (YAML aliases '*name' "
+                "repeat a value at every use); write the values out or shrink the config"
+            )
+        if depth > MAX_CONFIG_DEPTH:
+            raise ConfigError(
+                f"{what} nests too deeply (over {MAX_CONFIG_DEPTH} levels; a YAML alias that "
+                "refers to itself nests forever)"
+            )
+        if isinstance(value, dict):
+            stack.extend((v, depth + 1) for v in value.values())
+            seen += len(value)  # the keys
+        elif isinstance(value, list):
+            stack.extend((v, depth + 1) for v in value)
 
 
 def read_yaml(path: Path) -> dict[str, Any]:
     """A YAML file holding a mapping, or a ConfigError saying what is wrong with it."""
     path = Path(path)
     try:
-        text = path.read_bytes().decode("utf-8")
+        with path.open("rb") as handle:  # bounded: /dev/zero or a huge file fails fast
+            raw = handle.read(MAX_CONFIG_BYTES + 1)
+        if len(raw) > MAX_CONFIG_BYTES:
+            raise ConfigError(
+                f"config file '{path}' is larger than {MAX_CONFIG_BYTES:,} bytes (a config is a "
+                "small YAML mapping); is it the right file?"
+            )
+        text = raw.decode("utf-8")
     except FileNotFoundError:
         raise ConfigError(f"config file '{path}' does not exist") from None
     except IsADirectoryError:
@@ -449,8 +499,13 @@ def _convert(tp: Any, value: Any, key: str, base: Any = None) -> Any:
             return value
         raise ConfigError(f"{key}: expected one of {', '.join(map(repr, args))}, got {value!r}")
     if isinstance(tp, type) and dataclasses.is_dataclass(tp):
+        if value is None:  # merged over the preset's section, null would reset it to defaults
+            raise ConfigError(
+                f"{key}=null: a config section cannot be null; leave it out to keep the "
+                f"preset's values, or set its keys ({key}.<key>=...)"
+            )
         inner = base if isinstance(base, tp) else None
-        return from_dict(tp, value if value is not None else {}, key + ".", inner)
+        return from_dict(tp, value, key + ".", inner)
     if origin in (list, tuple, Sequence) or tp in (list, tuple):
         item_tp = args[0] if args else Any
         if _indexed(value) and isinstance(base, (list, tuple)):  # stages.0.x=... over defaults

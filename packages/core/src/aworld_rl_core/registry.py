@@ -9,6 +9,8 @@ import importlib
 import importlib.metadata as md
 import os
 import re
+import signal
+import threading
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field, replace
@@ -127,6 +129,11 @@ class Registry:
             for kind, name in self.conflicts
             if kind == "trainers"
         }
+        with _user_interrupts():
+            self._load_sections(classes, unavailable)
+        return classes, unavailable
+
+    def _load_sections(self, classes: dict[str, type], unavailable: dict[str, str]) -> None:
         for name, entry in self.entries["trainers"].items():
             if entry.meta.get("config") is None:
                 continue
@@ -135,11 +142,12 @@ class Registry:
                 if not dataclasses.is_dataclass(cls) or not isinstance(cls, type):
                     raise PluginError(f"{cls!r} is not a config dataclass")
                 cls()
-            except Exception as exc:  # this section fails alone
+            except _UserInterrupt:
+                raise
+            except BaseException as exc:  # this section fails alone (SystemExit included)
                 unavailable[name] = f"the config section of trainer '{name}' failed: {_error(exc)}"
                 continue
             classes[name] = cls
-        return classes, unavailable
 
     def get(self, kind: str, name: str) -> Entry:
         table = self.entries[kind]
@@ -179,6 +187,7 @@ class _Registrar:
         if not isinstance(help, str):
             raise PluginError(f"{what} '{name}' with help={help!r}: help is a string")
         if self.kind == "recipes":
+            self._check_namespace(what, name)
             run = meta.pop("run", target)
             missing = sorted(
                 {"config", "presets"} - meta.keys() | ({"run"} if run is None else set())
@@ -196,6 +205,7 @@ class _Registrar:
             self._check_target(name, target)
             if self.kind == "trainers" and meta.get("config") is not None:
                 self._check_section(name, meta["config"])
+            self._check_namespace(what, name)
             if self.kind == "losses" and meta.get("kind") not in LOSS_KINDS:
                 raise PluginError(
                     f"{what} '{name}' with kind={meta.get('kind')!r}: a loss is kind='token' "
@@ -204,6 +214,20 @@ class _Registrar:
                 )
             entry = Entry(self.kind, name, target, self.plugin, help, meta, dist=self.dist)
         self.entries.append(entry)
+
+    def _check_namespace(self, what: str, name: str) -> None:
+        """Names are ``<plugin>.<name>``: a plugin may not take another package's name (a
+        foreign ``rag_r1.em`` would block the first-party reward). Backends are the exception:
+        their name is a config key (``trainer.<name>``), so it holds no dot."""
+        if self.kind == "trainers" and "." not in name:
+            return
+        namespace = name.partition(".")[0] if "." in name else ""
+        if namespace != self.plugin:
+            raise PluginError(
+                f"{what} '{name}' outside its namespace: plugin '{self.plugin}' registers names "
+                f"'{self.plugin}.<name>'"
+                + (f" ('{namespace}.*' belongs to plugin '{namespace}')" if namespace else "")
+            )
 
     def _check_section(self, name: str, config: Any) -> None:
         what = f"plugin '{self.plugin}' registered trainer '{name}' with config={config!r}"
@@ -234,8 +258,33 @@ def _disabled() -> set[str]:
 
 
 def _error(exc: BaseException) -> str:
-    error = f"{type(exc).__name__}: {exc}"
+    error = f"{type(exc).__name__}: {exc}" if str(exc) else type(exc).__name__
     return " ".join(error.split())
+
+
+class _UserInterrupt(KeyboardInterrupt):
+    """Ctrl-C pressed while plugins load: unlike a plugin's own KeyboardInterrupt, it stops."""
+
+
+@contextmanager
+def _user_interrupts() -> Iterator[None]:
+    """Inside the block a real SIGINT raises :class:`_UserInterrupt`, so that a plugin raising
+    KeyboardInterrupt (or SystemExit) is contained like any error while Ctrl-C still works."""
+    if (
+        threading.current_thread() is not threading.main_thread()
+        or signal.getsignal(signal.SIGINT) is not signal.default_int_handler
+    ):
+        yield
+        return
+
+    def interrupt(signum: int, frame: Any) -> None:
+        raise _UserInterrupt
+
+    signal.signal(signal.SIGINT, interrupt)
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGINT, signal.default_int_handler)
 
 
 @dataclass
@@ -282,17 +331,30 @@ def _dist_name(ep: md.EntryPoint) -> str | None:
 def build_registry(
     extra: Sequence[tuple[str, object]] = (), *, entry_points: bool = True
 ) -> Registry:
-    """Load the ``aworld_rl`` entry points and ``extra`` (name, plugin) pairs into a registry.
+    """Load the ``aworld_rl`` entry points and ``extra`` (name, plugin) pairs into a registry
+    (an extra plugin named like an installed one replaces it: a test double of ``funreason``
+    registers ``funreason.*`` names).
 
     Each plugin fails alone: one that does not import, implements a hook no spec defines
-    (``check_pending``), or raises in a hook is listed with its error and registers nothing;
+    (``check_pending``), raises in a hook (``SystemExit`` and ``KeyboardInterrupt`` included)
+    or registers a name outside its namespace is listed with its error and registers nothing;
     the others load as usual.
     """
+    with _user_interrupts():
+        return _build_registry(extra, entry_points=entry_points)
+
+
+def _build_registry(extra: Sequence[tuple[str, object]], *, entry_points: bool) -> Registry:
     pm = pluggy.PluginManager(hookspecs.PROJECT)
     pm.add_hookspecs(hookspecs)
     registry = Registry()
     blocked = _disabled()
-    candidates = _entry_point_candidates(registry) if entry_points else []
+    standing_in = {name for name, _ in extra}  # a test double stands in for the installed one
+    candidates = (
+        [c for c in _entry_point_candidates(registry) if c.info.name not in standing_in]
+        if entry_points
+        else []
+    )
     candidates += [
         _Candidate(PluginInfo(n, None, None), functools.partial(_same, p)) for n, p in extra
     ]
@@ -303,7 +365,9 @@ def build_registry(
             continue
         try:
             pm.register(candidate.load(), name=info.name)
-        except Exception as exc:  # a broken plugin is reported, never hidden, never fatal
+        except _UserInterrupt:
+            raise
+        except BaseException as exc:  # a broken plugin is reported, never hidden, never fatal
             why = _error(exc)
             if isinstance(exc, ModuleNotFoundError):
                 why += ". " + install_hint(info.dist, exc.name or "")
@@ -325,7 +389,9 @@ def build_registry(
             register = _Registrar(kind, info.name, info.dist)
             try:
                 pm.subset_hook_caller(f"register_{kind}", remove_plugins=others)(register=register)
-            except Exception as exc:  # this plugin registers nothing; the others go on
+            except _UserInterrupt:
+                raise
+            except BaseException as exc:  # this plugin registers nothing; the others go on
                 error = f"register_{kind} raised {_error(exc)}"
                 break
             entries += register.entries

@@ -6,6 +6,7 @@ import math
 from pathlib import Path
 from typing import Any
 
+from aworld_rl_core.atomic import write_atomic
 from aworld_rl_core.tracking import read_metrics
 
 FRACTIONS = ("accuracy", "agreement", "pass_rate", "success_rate")
@@ -68,12 +69,15 @@ def write_report(
     except ImportError:
         plots = []
         lines += ["_Plots skipped: install matplotlib (`aworld-rl-core[plots]`)._", ""]
+    except OSError as exc:  # a full disk: the report still says how the run ended
+        plots = []
+        lines += [f"_Plots skipped: {exc}._", ""]
     if plots:
         lines += ["## Curves", ""]
         lines += [f"![{p.stem}](plots/{p.name})" for p in plots]
         lines.append("")
     path = run_dir / "report.md"
-    path.write_text("\n".join(lines), encoding="utf-8")
+    write_atomic(path, "\n".join(lines))
     return path
 
 

@@ -19,6 +19,7 @@ import re
 import shlex
 import shutil
 import signal
+import sys
 import threading
 import time
 import typing
@@ -29,6 +30,7 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any, TypeVar
 
+from aworld_rl_core.atomic import write_atomic
 from aworld_rl_core.config import load_config, members, section_table, to_dict, to_yaml
 from aworld_rl_core.errors import AworldError
 from aworld_rl_core.report import write_report
@@ -121,6 +123,12 @@ class Run:
         """Append metrics to ``metrics.jsonl`` (and the enabled trackers)."""
         self._metrics.log(metrics, step)
 
+    def rewind(self, step: int) -> int:
+        """Forget the metrics rows past ``step`` (a resume from the checkpoint at ``step`` logs
+        them again); a run's ``metrics.jsonl`` holds one step axis (a recipe that trains twice
+        gives each training a sub-run)."""
+        return self._metrics.rewind(step)
+
     def add_section(self, title: str, markdown: str) -> None:
         """Add a section (a table, a note) to ``report.md``."""
         self.sections.append((title, markdown))
@@ -160,16 +168,10 @@ class Run:
     def write_status(self, status: str, **extra: Any) -> None:
         """Replace ``status.json`` atomically (a kill never leaves half a file)."""
         record = {"status": status, "time": datetime.now(timezone.utc).isoformat(), **extra}
-        _write_atomic(self.dir / "status.json", json.dumps(record, indent=2))
+        write_atomic(self.dir / "status.json", json.dumps(record, indent=2))
 
     def close(self) -> None:
         self._metrics.close()
-
-
-def _write_atomic(path: Path, text: str) -> None:
-    tmp = path.with_name(f".{path.name}.tmp")
-    tmp.write_text(text, encoding="utf-8")
-    os.replace(tmp, path)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -425,6 +427,15 @@ class _CountingHandler(logging.FileHandler):
             self.warnings += 1
         super().emit(record)
 
+    def handleError(self, record: logging.LogRecord) -> None:
+        if isinstance(sys.exc_info()[1], OSError):
+            return  # a full disk: run.log misses the line; the error itself still surfaces
+        super().handleError(record)
+
+    def close(self) -> None:
+        with contextlib.suppress(OSError):  # flushing onto a full disk
+            super().close()
+
 
 @contextlib.contextmanager
 def _logs_to_file(path: Path) -> Iterator[_CountingHandler]:
@@ -525,7 +536,7 @@ def _execute_locked(
     started_by = _read_status(directory).get("command") if resume else None
     start = started_by or shlex.join(["aworld-run", *argv])
     resume_cmd = shlex.join(["aworld-run", recipe, "--output-dir", str(directory), "--resume"])
-    (run.dir / "config.yaml").write_text(to_yaml(cfg), encoding="utf-8")
+    write_atomic(run.dir / "config.yaml", to_yaml(cfg))
     run.write_status("running", recipe=recipe, command=start, resume=resume_cmd, pid=os.getpid())
     started = time.time()
     status, result, error, signum = "failed", RunResult(), None, None
@@ -562,11 +573,23 @@ def _execute_locked(
             else:
                 extra["outputs"] = {k: _relative(v, run.dir) for k, v in result.outputs.items()}
             run.close()
-            write_report(
-                run.dir,
-                title=f"{recipe}",
-                status=status,
-                metrics=dict(result.metrics),
-                sections=run.sections,
-            )
-            run.write_status(status, **extra)
+            _finish(run, recipe, status, result, extra)
+
+
+def _finish(run: Run, recipe: str, status: str, result: RunResult, extra: dict[str, Any]) -> None:
+    """Write ``report.md`` then ``status.json``, each atomically. A full disk leaves either file as
+    it was (never truncated): a report that cannot be written is named in the status
+    (``report_error``); a status that cannot be written raises an error saying how to go on."""
+    try:
+        metrics = dict(result.metrics)
+        write_report(run.dir, title=recipe, status=status, metrics=metrics, sections=run.sections)
+    except OSError as exc:
+        extra = {**extra, "report_error": f"report.md not written: {exc}"}
+        logging.getLogger(__name__).error("report.md not written: %s", exc)
+    try:
+        run.write_status(status, **extra)
+    except OSError as exc:
+        raise AworldError(
+            f"the run ended ({status}) but '{run.dir}' could not record it: {exc}; free space "
+            f"there and run `{extra.get('resume') or extra.get('command')}` (its files are intact)"
+        ) from exc

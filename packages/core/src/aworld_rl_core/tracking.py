@@ -9,6 +9,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from aworld_rl_core.atomic import write_atomic
+
 
 @dataclass(frozen=True, kw_only=True)
 class TrackingConfig:
@@ -49,6 +51,29 @@ class MetricsLog:
                     self._tb.add_scalar(key, value, step)
         if self._wandb is not None:
             self._wandb.log(numeric, step=step)
+
+    def rewind(self, step: int) -> int:
+        """Drop the rows logged past ``step`` (rows without a step stay): a run resumed from its
+        checkpoint at ``step`` logs those steps again, and each step must appear once. The file
+        is replaced atomically; returns how many rows were dropped. (TensorBoard and W&B keep
+        what they were sent.)"""
+        self._file.close()
+        kept, dropped = [], 0
+        for line in self.path.read_text(encoding="utf-8").splitlines():
+            try:
+                record = json.loads(line)
+            except json.JSONDecodeError:  # a line torn by the kill
+                dropped += 1
+                continue
+            logged = record.get("step") if isinstance(record, dict) else None
+            if isinstance(logged, (int, float)) and logged > step:
+                dropped += 1
+            else:
+                kept.append(line + "\n")
+        if dropped:
+            write_atomic(self.path, "".join(kept))
+        self._file = self.path.open("a", encoding="utf-8")
+        return dropped
 
     def close(self) -> None:
         self._file.close()

@@ -156,3 +156,38 @@ def test_in_run_validation_needs_eval_rows_and_an_importable_rule(model_dir, tmp
         InRunValidation(every=2, stop="core.some-name")
     with pytest.raises(ConfigError, match="every >= 1"):
         InRunValidation(every=0)
+
+
+def test_the_grad_norm_a_stop_rule_reads_survives_a_resume_between_validations(tmp_path):
+    """Validations every 2 steps, a checkpoint at step 3 and a kill in step 4: the resumed
+    validation at step 4 averages the norms of steps 3 and 4, as the uninterrupted run does
+    (main lost step 3's, kept only in memory, and recorded 4.0 instead of 3.5)."""
+    from types import SimpleNamespace
+
+    from aworld_rl_core.backends import trl_trainer
+
+    norms = {1: 1.0, 2: 2.0, 3: 3.0, 4: 4.0}
+
+    def drive(run_dir, steps, log_history, begin_at):
+        run = Run(run_dir, quiet=True)
+        callback = trl_trainer.ValidationCallback(
+            InRunValidation(every=2), lambda model: {"reward": 0.5}, run
+        )
+        state = SimpleNamespace(global_step=begin_at, max_steps=4, log_history=log_history)
+        control = SimpleNamespace(should_log=False, should_save=False, should_training_stop=False)
+        callback.on_train_begin(None, state, control)
+        for step in steps:
+            state.global_step = step
+            callback.on_step_end(None, state, control)
+            logs = {"grad_norm": norms[step]}
+            state.log_history.append({**logs, "step": step})
+            callback.on_log(None, state, control, logs=logs)
+        run.close()
+        return [(e["step"], e["grad_norm"]) for e in history(run_dir)]
+
+    whole = drive(tmp_path / "whole", [1, 2, 3, 4], [], 0)
+    assert whole == [(2.0, 1.5), (4.0, 3.5)]
+    killed = drive(tmp_path / "killed", [1, 2, 3], [], 0)  # killed in step 4
+    checkpoint_3 = [{"grad_norm": norms[s], "step": s} for s in (1, 2, 3)]
+    resumed = drive(tmp_path / "killed", [4], checkpoint_3, 3)
+    assert killed == [(2.0, 1.5)] and resumed == whole

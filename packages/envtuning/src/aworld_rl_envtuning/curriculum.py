@@ -27,6 +27,7 @@ from importlib import resources
 from pathlib import Path
 from typing import Any, Literal
 
+from aworld_rl_core.atomic import write_atomic
 from aworld_rl_core.config import option
 from aworld_rl_envtuning.rewards import REWARD_NAMES
 
@@ -164,9 +165,7 @@ class CurriculumState:
 
     def save(self, directory: Path) -> Path:
         path = Path(directory) / STATE_FILE
-        tmp = path.with_suffix(".tmp")
-        tmp.write_text(json.dumps(asdict(self), indent=1), encoding="utf-8")
-        tmp.replace(path)  # atomic: a kill leaves the old or the new state, never half of one
+        write_atomic(path, json.dumps(asdict(self), indent=1))  # the old or the new state
         return path
 
     @classmethod

@@ -20,6 +20,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
 
+from aworld_rl_core.atomic import write_atomic
 from aworld_rl_core.config import option
 from aworld_rl_core.tooluse.bfcl.loader import MULTI_TURN_CATEGORIES
 
@@ -142,7 +143,7 @@ def micro_split(seed: int) -> Split:
 
 def write_split(split: Split, directory: Path) -> Path:
     path = Path(directory) / SPLIT_FILE
-    path.write_text(json.dumps(split.to_dict(), indent=1), encoding="utf-8")
+    write_atomic(path, json.dumps(split.to_dict(), indent=1))
     return path
 
 

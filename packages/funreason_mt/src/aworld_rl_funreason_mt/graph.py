@@ -21,6 +21,8 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any, Literal
 
+from aworld_rl_core.atomic import write_atomic
+
 Method = Literal["name_type", "probe", "llm"]
 Legality = Literal["groups", "all"]
 METHODS: tuple[Method, ...] = ("name_type", "probe", "llm")
@@ -260,7 +262,7 @@ class ToolGraph:
     def save(self, path: str | Path) -> Path:
         path = Path(path)
         path.parent.mkdir(parents=True, exist_ok=True)
-        path.write_text(json.dumps(self.to_dict(), indent=1, ensure_ascii=False), encoding="utf-8")
+        write_atomic(path, json.dumps(self.to_dict(), indent=1, ensure_ascii=False))
         return path
 
     @classmethod

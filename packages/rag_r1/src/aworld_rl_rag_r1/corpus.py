@@ -24,6 +24,8 @@ from typing import Any
 
 import numpy as np
 
+from aworld_rl_core.atomic import write_atomic
+
 WORDS_PER_PASSAGE = 100
 TITLE_SEPARATOR = "   "
 _MARKERS = re.compile(r"(BULLET::::|Section::::)\s*")
@@ -201,7 +203,7 @@ def write_store(items: Iterable[Passage], directory: str | Path) -> PassageStore
     os.replace(tmp, directory / STORE_FILE)
     np.save(directory / OFFSETS_FILE, np.asarray(offsets, dtype=np.int64))
     meta = {"count": len(offsets) - 1, "corpus_hash": digest.hexdigest()}
-    (directory / STORE_META).write_text(json.dumps(meta), encoding="utf-8")
+    write_atomic(directory / STORE_META, json.dumps(meta))
     return PassageStore(directory)
 
 

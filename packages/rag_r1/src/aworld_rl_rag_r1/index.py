@@ -28,6 +28,7 @@ from typing import Any, Literal
 
 import numpy as np
 
+from aworld_rl_core.atomic import write_atomic
 from aworld_rl_core.config import option
 from aworld_rl_rag_r1.corpus import Passage, PassageStore, write_store
 from aworld_rl_rag_r1.encoders import Encoder
@@ -173,7 +174,7 @@ def check_spec(directory: Path, spec: dict[str, Any]) -> None:
                 "give a new output directory or delete this one"
             )
         return
-    path.write_text(json.dumps(canonical, indent=2, sort_keys=True), encoding="utf-8")
+    write_atomic(path, json.dumps(canonical, indent=2, sort_keys=True))
 
 
 def build_store(passages: Iterable[Passage], directory: Path) -> PassageStore:
@@ -330,7 +331,7 @@ def build_index(
         "built": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
     }
     manifest["hash"] = manifest_hash(manifest)
-    (directory / MANIFEST).write_text(json.dumps(manifest, indent=2), encoding="utf-8")
+    write_atomic(directory / MANIFEST, json.dumps(manifest, indent=2))
     store.close()
     report.manifest = manifest
     return report

@@ -22,6 +22,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
 
+from aworld_rl_core.children import reap_group_with_parent, release, tethered_popen_kwargs
+
 LAYOUTS = ("form", "toolbar", "menu", "icons", "desktop")
 Renderer = Literal["auto", "chromium", "pil"]
 WORDS = [
@@ -196,7 +198,6 @@ class ChromiumRenderer:
 
     def __init__(self, binary: str | None = None, driver: str | None = None) -> None:
         from selenium import webdriver
-        from selenium.webdriver.chrome.service import Service
 
         options = webdriver.ChromeOptions()
         for arg in (
@@ -209,8 +210,10 @@ class ChromiumRenderer:
         ):
             options.add_argument(arg)
         options.binary_location = binary or _which("chromium", "chromium-browser", "google-chrome")
-        service = Service(executable_path=driver or _which("chromedriver"))
-        self.driver = webdriver.Chrome(options=options, service=service)
+        self.service = _tethered_service(  # chromedriver and chromium die with this process
+            executable_path=driver or _which("chromedriver"), popen_kw=tethered_popen_kwargs()
+        )
+        self.driver = webdriver.Chrome(options=options, service=self.service)
 
     def render(self, page: Page, path: Path) -> list[Element]:
         import base64
@@ -238,6 +241,20 @@ class ChromiumRenderer:
 
     def close(self) -> None:
         self.driver.quit()
+        release(self.service.watchdog)
+
+
+def _tethered_service(**kwargs: Any) -> Any:
+    """selenium's chromedriver service, whose process group (chromedriver and the chromium it
+    starts) a watchdog kills when this process dies, kill -9 included (core's ``children``)."""
+    from selenium.webdriver.chrome.service import Service
+
+    class TetheredService(Service):
+        def start(self) -> None:
+            super().start()  # before the session starts chromium: no window to orphan it
+            self.watchdog = reap_group_with_parent(self.process.pid)
+
+    return TetheredService(**kwargs)
 
 
 class PilRenderer:

@@ -231,6 +231,15 @@ class ValidationCallback(TrainerCallback):
         # a resumed run forgets what happened after the checkpoint it resumes from
         self.history = val.read_history(self.path, up_to_step=state.global_step)
         val.write_history(self.path, self.history)
+        # the gradient norms since the last validation are part of the checkpoint (its
+        # trainer_state.json log_history): the next validation averages the same norms as an
+        # uninterrupted run would (the plateau rule reads that mean)
+        since = self.history[-1]["step"] if self.history else 0
+        self.grad_norms = [
+            float(e["grad_norm"])
+            for e in state.log_history
+            if isinstance(e.get("grad_norm"), (int, float)) and since < e.get("step", 0)
+        ]
         stop = val.read_stop(self.run.dir)
         if stop is not None and stop["step"] > state.global_step:
             (self.run.dir / val.STOP_FILE).unlink()

@@ -31,6 +31,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from aworld_rl_core.atomic import write_atomic
 from aworld_rl_core.engine.episode import Limits
 from aworld_rl_core.errors import ConfigError
 from aworld_rl_core.refs import Ref
@@ -103,15 +104,13 @@ def read_history(path: Path, *, up_to_step: float = math.inf) -> History:
 
 def write_history(path: Path, history: Sequence[Mapping[str, float]]) -> None:
     """Replace ``path`` atomically (a kill leaves the old or the new history)."""
-    tmp = path.with_name(f".{path.name}.tmp")
-    tmp.write_text("".join(json.dumps(dict(e)) + "\n" for e in history), encoding="utf-8")
-    tmp.replace(path)
+    write_atomic(path, "".join(json.dumps(dict(e)) + "\n" for e in history))
 
 
 def write_stop(directory: Path, step: int, history: Sequence[Mapping[str, float]]) -> Path:
     """Record that the stop rule ended the run after ``step``."""
     path = directory / STOP_FILE
-    path.write_text(json.dumps({"step": step, "validations": len(history)}), encoding="utf-8")
+    write_atomic(path, json.dumps({"step": step, "validations": len(history)}))
     return path
 
 

@@ -89,3 +89,19 @@ def tiny_vl():
     from aworld_rl_core.models import tiny_vl_model
 
     return tiny_vl_model(seed=0)
+
+
+@pytest.fixture
+def small_disk(tmp_path: Path):
+    """A real 1 MiB tmpfs (``SmallDisk``) to fill mid-write; skipped where it cannot be mounted
+    (not root)."""
+    from aworld_rl_core.testing.faults import SmallDisk
+
+    disk = SmallDisk(tmp_path / "disk")
+    reason = disk.mount()
+    if reason:
+        pytest.skip(reason)
+    try:
+        yield disk
+    finally:
+        disk.unmount()

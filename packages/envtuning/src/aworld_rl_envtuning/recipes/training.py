@@ -15,6 +15,7 @@ from dataclasses import asdict, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from aworld_rl_core.atomic import write_atomic
 from aworld_rl_core.backends.config import section
 from aworld_rl_core.backends.verl.config import VerlConfig
 from aworld_rl_core.engine import Limits
@@ -201,7 +202,7 @@ def _write_stage_file(
         "validate_every": validation.every if validation else None,
         "stop_rule": validation.stop_ref().to_json() if validation and validation.stop else None,
     }
-    (folder / STAGE_FILE).write_text(json.dumps(record, indent=1), encoding="utf-8")
+    write_atomic(folder / STAGE_FILE, json.dumps(record, indent=1))
 
 
 def _stage_line(

@@ -18,6 +18,7 @@ import json
 from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Any
 
+from aworld_rl_core.atomic import write_atomic
 from aworld_rl_core.config import option
 
 if TYPE_CHECKING:
@@ -51,6 +52,13 @@ class WarmStartConfig:
         False,
         help="the ground truth one call per reply (a call needing an earlier call's result "
         "comes after it); false: a turn's calls in one reply",
+    )
+    save_steps: int = option(
+        100,
+        help="checkpoint every N SFT steps (0: only at the end); a killed run resumed with "
+        "--resume continues the warm start from its latest checkpoint (each one holds the "
+        "weights and the optimizer state)",
+        ge=0,
     )
 
 
@@ -112,6 +120,7 @@ def sft_trainer(ws: WarmStartConfig, seed: int) -> Any:
         batch_size=ws.batch_size,
         micro_batch_size=1,
         seed=seed,
+        save_steps=ws.save_steps,
         sft=SFTConfig(max_length=ws.max_length, per_turn=ws.per_turn, lr_scheduler="constant"),
     )
 
@@ -228,7 +237,7 @@ def _report(
             lines.append(f"| {names.get(key, key)} | {' | '.join(cells)} |")
     run.add_section("Warm start", "\n".join(lines) + "\n")
     record = {"sft": sft, **scores}
-    (run.dir / FOLDER / RESULT_FILE).write_text(json.dumps(record, indent=1), encoding="utf-8")
+    write_atomic(run.dir / FOLDER / RESULT_FILE, json.dumps(record, indent=1))
     prefixes = {"stage 1's training entries": "train", "validation": "val"}
     run.log(
         {

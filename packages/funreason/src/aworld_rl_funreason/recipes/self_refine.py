@@ -17,6 +17,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal
 
+from aworld_rl_core.atomic import write_atomic
 from aworld_rl_core.backends.config import ModelConfig, TrainerConfig
 from aworld_rl_core.config import option
 from aworld_rl_core.llm.config import LLMConfig
@@ -296,7 +297,7 @@ def _rounds(cfg: SelfRefineConfig, run: Run) -> RunResult:
         history.append(stats)
         run.log({k: float(v) for k, v in stats.items() if k != "round"}, step=rnd)
         state = {"model_path": model_path, "stats": stats, "pool_ids": [q.id for q in pool]}
-        done.write_text(json.dumps(state), encoding="utf-8")
+        write_atomic(done, json.dumps(state))
     lines = ["| round | sampled | accepted | pool left | trained |", "|---|---|---|---|---|"]
     lines += [
         f"| {h['round']} | {h['candidates']} | {h['accepted']} | {h['pool_left']} | "
