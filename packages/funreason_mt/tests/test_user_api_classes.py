@@ -25,17 +25,17 @@ def test_a_registered_class_is_a_tool_space(notes_registry):
     from aworld_rl_funreason_mt.synthesis import Drop, SynthesisConfig, Synthesizer
     from aworld_rl_funreason_mt.trajectory import check_conversation
 
-    space = ToolSpace(["NotesAPI", "MathAPI"])
-    assert set(space.tools_of(["NotesAPI"])) == {"notes_login", "write_note", "read_note"}
-    assert len(space.scenarios["NotesAPI"]) == 2  # the states it was registered with
+    space = ToolSpace(["notes.NotesAPI", "MathAPI"])
+    assert set(space.tools_of(["notes.NotesAPI"])) == {"notes_login", "write_note", "read_note"}
+    assert len(space.scenarios["notes.NotesAPI"]) == 2  # the states it was registered with
     graph = build_graph(space)
     # probing finds the login; the docs' note_id output feeds read_note's input
     assert "notes_login" in set().union(*graph.prerequisites("write_note").values())
     assert "write_note" in set().union(*graph.prerequisites("read_note").values())
     sampler = DirectedSampler(graph, space)
-    with Session(["NotesAPI"], space.initial_config(["NotesAPI"], {})) as session:
+    with Session(["notes.NotesAPI"], space.initial_config(["notes.NotesAPI"], {})) as session:
         trace = sampler.sample(
-            session, "read_note", random.Random(0), allowed=space.tools_of(["NotesAPI"])
+            session, "read_note", random.Random(0), allowed=space.tools_of(["notes.NotesAPI"])
         )
     assert trace.tools[:3] == ["notes_login", "write_note", "read_note"], trace.call_strings
     synth = Synthesizer(

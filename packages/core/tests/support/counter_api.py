@@ -66,7 +66,7 @@ class CounterPlugin:
     @hookimpl
     def register_tool_apis(self, register):
         register(
-            "CounterAPI",
+            "counter.CounterAPI",
             "counter_api:CounterAPI",
             docs="counter_api:DOCS",
             states="counter_api:STATES",

@@ -26,15 +26,19 @@ def test_a_registered_class_plays_and_is_judged(counter_registry):
     from aworld_rl_core.tooluse.bfcl import entry_from_raw, function_docs, judge_multi_turn
     from aworld_rl_core.tooluse.bfcl.apis import api_class
 
-    assert "CounterAPI" in counter_registry.entries["tool_apis"]
-    assert api_class("CounterAPI").__name__ == "CounterAPI"
-    docs = function_docs(["CounterAPI", "MathAPI"])
-    assert [d["name"] for d in docs["CounterAPI"]] == ["counter_login", "bump", "read_count"]
+    assert "counter.CounterAPI" in counter_registry.entries["tool_apis"]
+    assert api_class("counter.CounterAPI").__name__ == "CounterAPI"
+    docs = function_docs(["counter.CounterAPI", "MathAPI"])
+    assert [d["name"] for d in docs["counter.CounterAPI"]] == [
+        "counter_login",
+        "bump",
+        "read_count",
+    ]
     raw = {
         "id": "multi_turn_base_counter",
         "question": [[{"role": "user", "content": "bump ada twice"}]],
-        "initial_config": {"CounterAPI": {"counts": {"ada": 2}}},
-        "involved_classes": ["CounterAPI"],
+        "initial_config": {"counter.CounterAPI": {"counts": {"ada": 2}}},
+        "involved_classes": ["counter.CounterAPI"],
     }
     truth = [["counter_login(name='ada')", "bump(by=2)"]]
     entry = entry_from_raw(raw, ground_truth=truth)

@@ -71,4 +71,6 @@ STATES = [{"notes": {}}, {"notes": {"7": {"author": "kim", "text": "hello"}}}]
 class NotesPlugin:
     @hookimpl
     def register_tool_apis(self, register):
-        register("NotesAPI", "user_api:NotesAPI", docs="user_api:DOCS", states="user_api:STATES")
+        register(
+            "notes.NotesAPI", "user_api:NotesAPI", docs="user_api:DOCS", states="user_api:STATES"
+        )
