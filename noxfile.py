@@ -185,15 +185,16 @@ def quickstart(session: nox.Session) -> None:
 @nox.session
 def bfcl_official(session: nox.Session) -> None:
     """`bfcl evaluate` (bfcl-eval with every dependency, its own venv) scores the result files of
-    envtuning.eval's and funreason.eval's ground-truth presets: each category must match ours."""
+    envtuning.eval's, funreason.eval's and funreason_mt.eval's ground-truth presets: each
+    category must match ours."""
     session.install(TORCH)  # first: bfcl-eval's sentence-transformers would pull a CUDA torch
     session.install(BFCL, "soundfile")  # qwen-agent, which bfcl's CLI imports, needs soundfile
     session.install("-e", "packages/core[bfcl,llm]", "-e", "packages/envtuning")
-    session.install("-e", "packages/funreason")
+    session.install("-e", "packages/funreason", "-e", "packages/funreason_mt")
     tmp = Path(session.create_tmp())
     env = {**OFFLINE, "BFCL_PROJECT_ROOT": str(tmp / "bfcl-root")}
     runs = []
-    for recipe in ("envtuning.eval", "funreason.eval"):
+    for recipe in ("envtuning.eval", "funreason.eval", "funreason_mt.eval"):
         run_dir = tmp / recipe
         shutil.rmtree(run_dir, ignore_errors=True)
         session.run(
