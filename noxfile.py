@@ -4,7 +4,7 @@ nox                                  what CI runs: lint, typecheck, the tests, b
 nox -s "tests(package='core')"       one package's tests
 nox -s benchmarks -- core            a package's benchmarks (not default)
 nox -s quickstart                    the README's main job
-nox -s bfcl_official                 bfcl-eval's scorer on both eval recipes' result files
+nox -s bfcl_official                 bfcl-eval's scorer on the eval recipes' result files
 nox -s new_package -- my_paper       start a package from packages/_template
 """
 
