@@ -113,9 +113,14 @@ def test_a_real_ctrl_c_while_plugins_load_still_stops(monkeypatch):
         def register_rewards(self, register):
             signal.raise_signal(signal.SIGINT)
 
-    with pytest.raises(KeyboardInterrupt):
-        registry.build_registry(extra=[("ctrl", PressesCtrlC())], entry_points=False)
-    assert signal.getsignal(signal.SIGINT) is signal.default_int_handler
+    # a process started in the background (CI) inherits SIGINT ignored: give it Python's handler
+    previous = signal.signal(signal.SIGINT, signal.default_int_handler)
+    try:
+        with pytest.raises(KeyboardInterrupt):
+            registry.build_registry(extra=[("ctrl", PressesCtrlC())], entry_points=False)
+        assert signal.getsignal(signal.SIGINT) is signal.default_int_handler
+    finally:
+        signal.signal(signal.SIGINT, previous)
 
 
 class Raises:

@@ -21,6 +21,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
+from aworld_rl_v2p.options import LabelStyle
+
 PALETTE = (
     (220, 40, 40),
     (200, 70, 60),  # near the first
@@ -91,7 +93,7 @@ def make_screens(n: int, seed: int, *, grid: int = 12, px: int = 8) -> Screens:
 
 @dataclass(frozen=True)
 class AblationOptions:
-    label_style: str = "gauss"
+    label_style: LabelStyle = "gauss"
     sigma_factor: float = 1.0
     suppression: bool = True
     steps: int = 300

@@ -18,7 +18,7 @@ TOLERANCE_PX = 1.0  # annotation rounding allowed past the image border (then cl
 
 
 def normalize_box(
-    box: Sequence[float], fmt: BoxFormat, image_size: Sequence[int]
+    box: Sequence[float], fmt: BoxFormat, image_size: Sequence[float]
 ) -> tuple[float, float, float, float]:
     """``box`` in ``fmt`` -> normalised ``(x1, y1, x2, y2)``; ``image_size`` = (width, height)."""
     if fmt not in FORMATS:

@@ -77,7 +77,8 @@ def click_instruction(
     if dry_run:
         return ClickResult(point, point.to_pixels(*image.size), False, "dry run")
     width, height = screen_size()  # the screenshot may be scaled (HiDPI): click in screen pixels
-    x, y = away_from_corners(*point.to_pixels(width, height), width, height)
+    px, py = point.to_pixels(width, height)
+    x, y = away_from_corners(px, py, width, height)
     gui = _pyautogui()
     try:
         gui.click(x, y)

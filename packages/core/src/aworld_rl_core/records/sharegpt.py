@@ -81,7 +81,7 @@ def to_sharegpt(
                 f"{turn['from']!r} (expected {' or '.join(allowed)}); merge consecutive "
                 "user/assistant messages first"
             )
-    row = {
+    row: dict[str, Any] = {
         "conversations": turns,
         "system": system,
         "tools": json.dumps(record.tool_functions(), ensure_ascii=False) if record.tools else "",
