@@ -7,8 +7,10 @@ Search-R1); ``id`` and ``title`` are the source document's corpus id and title, 
 row in the passage store. What Search-R1's client sends is answered as Search-R1's server does
 (an empty query list or query string and ``topk: 0`` get empty results, unknown fields are
 ignored); ``strict`` turns those into 422s. Requests that arrive while a search runs are merged
-into the next one: one encoder call and one index search for all of them. Bad requests get a
-4xx with ``{"error": ..., "detail": ...}``; a response over ``max_results`` passages or
+into the next one: one encoder call and one index search for all of them; when that search
+fails, each merged request is searched alone, so only the request that fails gets the error.
+Bad requests (including bodies nested too deeply, integers over Python's 4,300 digits and
+queries that are not valid Unicode) get a 4xx with ``{"error": ..., "detail": ...}``; a response over ``max_results`` passages or
 ``max_response_bytes`` bytes is a 413 naming the limit. ``GET /health`` (with the ``limits``
 clients split their requests by) and ``GET /metrics`` (requests, queries, latency percentiles,
 queue depth, batch sizes). Every response carries the index manifest hash
@@ -212,10 +214,14 @@ class MicroBatcher:
             gold = [g for job in jobs for g in (job.gold or [[] for _ in job.queries])]
         try:
             found = await asyncio.to_thread(self.retriever.search, queries, topk, gold)
-        except Exception as exc:  # every waiting request learns why
-            for job in jobs:
+        except Exception as exc:
+            if len(jobs) == 1:
+                if not jobs[0].future.done():
+                    jobs[0].future.set_exception(exc)
+                return
+            for job in jobs:  # each request alone: only the one that fails learns why
                 if not job.future.done():
-                    job.future.set_exception(exc)
+                    await self._run([job], topk)
             return
         start = 0
         for job in jobs:
@@ -237,8 +243,12 @@ class RetrieveRequest:
 def _load_body(body: bytes) -> dict[str, Any]:
     try:
         data = json.loads(body)
-    except (json.JSONDecodeError, UnicodeDecodeError) as exc:
-        raise RequestError(400, "the request body is not JSON", str(exc)) from None
+    except RecursionError:
+        raise RequestError(
+            400, "the request body is nested too deeply to read", "send a flat JSON object"
+        ) from None
+    except ValueError as exc:  # bad JSON or UTF-8, an integer over Python's 4,300 digits
+        raise RequestError(400, "the request body is not JSON", str(exc)[:200]) from None
     if not isinstance(data, dict):
         raise RequestError(422, "the request body must be a JSON object")
     return data
@@ -260,6 +270,14 @@ def _check_queries(queries: Any, cfg: ServerConfig) -> list[str]:
             raise RequestError(
                 422, f"query {i} has {len(query)} characters; the limit is {cfg.max_query_chars}"
             )
+        try:
+            query.encode("utf-8")
+        except UnicodeEncodeError as exc:
+            raise RequestError(
+                422,
+                f"query {i} is not valid Unicode text (a lone surrogate at {exc.start}); "
+                "send UTF-8 text",
+            ) from None
     return queries
 
 
