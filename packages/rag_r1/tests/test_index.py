@@ -289,11 +289,8 @@ def test_a_second_concurrent_build_is_refused(tmp_path, world):
     from aworld_rl_rag_r1.index import build_lock
 
     tmp_path.mkdir(exist_ok=True)
-    with build_lock(tmp_path):
-        with pytest.raises(RuntimeError, match="another build is running"):
-            build_index(
-                passages(world[0]), tmp_path, IndexConfig(), load_encoder(HASH), log=print
-            )
+    with build_lock(tmp_path), pytest.raises(RuntimeError, match="another build is running"):
+        build_index(passages(world[0]), tmp_path, IndexConfig(), load_encoder(HASH), log=print)
     build_index(passages(world[0]), tmp_path, IndexConfig(), load_encoder(HASH), log=print)
 
 

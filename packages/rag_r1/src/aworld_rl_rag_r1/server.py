@@ -10,11 +10,11 @@ ignored); ``strict`` turns those into 422s. Requests that arrive while a search 
 into the next one: one encoder call and one index search for all of them; when that search
 fails, each merged request is searched alone, so only the request that fails gets the error.
 Bad requests (including bodies nested too deeply, integers over Python's 4,300 digits and
-queries that are not valid Unicode) get a 4xx with ``{"error": ..., "detail": ...}``; a response over ``max_results`` passages or
-``max_response_bytes`` bytes is a 413 naming the limit. ``GET /health`` (with the ``limits``
-clients split their requests by) and ``GET /metrics`` (requests, queries, latency percentiles,
-queue depth, batch sizes). Every response carries the index manifest hash
-(``X-Index-Manifest`` header and ``manifest`` field).
+queries that are not valid Unicode) get a 4xx with ``{"error": ..., "detail": ...}``; a
+response over ``max_results`` passages or ``max_response_bytes`` bytes is a 413 naming the
+limit. ``GET /health`` (with the ``limits`` clients split their requests by) and
+``GET /metrics`` (requests, queries, latency percentiles, queue depth, batch sizes). Every
+response carries the index manifest hash (``X-Index-Manifest`` header and ``manifest`` field).
 """
 
 # no ``from __future__ import annotations``: FastAPI reads the endpoints' annotations at runtime
