@@ -380,3 +380,15 @@ def test_one_bad_request_fails_alone_not_its_micro_batch(retriever):
         assert [[h.id for h in row] for row in out[i]] == [
             [h.id for h in row] for row in retriever.search(asked[i], 2)
         ]
+
+
+def test_a_full_queue_sheds_load_with_429_and_retry_after(retriever):
+    cfg = ServerConfig(max_queries=8, max_topk=10, max_queue_queries=4, retry_after_s=2)
+    with TestClient(create_app(retriever, cfg)) as c:
+        assert c.post("/retrieve", json={"queries": ["a", "b"], "topk": 1}).status_code == 200
+        c.app.state.metrics.queue_depth = 3  # three queries already waiting
+        shed = c.post("/retrieve", json={"queries": ["a", "b"], "topk": 1})
+        assert shed.status_code == 429 and shed.headers["Retry-After"] == "2"
+        assert "max_queue_queries" in shed.json()["error"]
+        fits = c.post("/retrieve", json={"queries": ["a"], "topk": 1})
+        assert fits.status_code == 200  # 3 + 1 is within the bound

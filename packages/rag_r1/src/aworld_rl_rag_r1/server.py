@@ -6,9 +6,11 @@
 Search-R1); ``id`` and ``title`` are the source document's corpus id and title, ``passage`` the
 row in the passage store. What Search-R1's client sends is answered as Search-R1's server does
 (an empty query list or query string and ``topk: 0`` get empty results, unknown fields are
-ignored); ``strict`` turns those into 422s. Requests that arrive while a search runs are merged
-into the next one: one encoder call and one index search for all of them; when that search
-fails, each merged request is searched alone, so only the request that fails gets the error.
+ignored); ``strict`` turns those into 422s. When more than ``max_queue_queries`` queries wait
+for the batcher, a request is refused with a 429 and ``Retry-After``. Requests that arrive
+while a search runs are merged into the next one: one encoder call and one index search for
+all of them; when that search fails, each merged request is searched alone, so only the
+request that fails gets the error.
 Bad requests (including bodies nested too deeply, integers over Python's 4,300 digits and
 queries that are not valid Unicode) get a 4xx with ``{"error": ..., "detail": ...}``; a
 response over ``max_results`` passages or ``max_response_bytes`` bytes is a 413 naming the
@@ -62,6 +64,12 @@ class ServerConfig:
         2.0, help="how long a batch waits for more requests before it runs"
     )
     max_batch_queries: int = option(8192, help="most queries merged into one index search")
+    max_queue_queries: int = option(
+        32_768,
+        help="queries waiting for the batcher beyond which a request is refused with a 429 "
+        "and Retry-After (0: no bound)",
+    )
+    retry_after_s: int = option(1, help="the Retry-After seconds a 429 carries")
     replicas: int = option(1, help="server processes (> 1 runs the same app on Ray Serve)")
     latency_window: int = option(10_000, help="recent requests the latency percentiles cover")
 
@@ -420,10 +428,12 @@ def create_app(retriever: Retriever, cfg: ServerConfig | None = None) -> Any:
     app = FastAPI(title="aworld-rl retrieval server", lifespan=lifespan)
     app.state.metrics, app.state.batcher = metrics, batcher
 
-    def error(status: int, message: str, detail: Any = None) -> Any:
+    def error(
+        status: int, message: str, detail: Any = None, extra: dict[str, str] | None = None
+    ) -> Any:
         metrics.errors += 1
         body = {"error": message, "detail": detail, "manifest": manifest}
-        return JSONResponse(body, status_code=status, headers=headers)
+        return JSONResponse(body, status_code=status, headers={**headers, **(extra or {})})
 
     @app.post("/retrieve")
     async def retrieve(request: Request) -> Any:
@@ -441,6 +451,14 @@ def create_app(retriever: Retriever, cfg: ServerConfig | None = None) -> Any:
         except RequestError as exc:
             return error(exc.status, exc.error, exc.detail)
         positions = searched(parsed)
+        waiting = metrics.queue_depth
+        if positions and cfg.max_queue_queries and waiting + len(positions) > cfg.max_queue_queries:
+            return error(
+                429,
+                f"the server is busy: {waiting} queries are waiting (server.max_queue_queries "
+                f"is {cfg.max_queue_queries}); retry after {cfg.retry_after_s} s",
+                extra={"Retry-After": str(cfg.retry_after_s)},
+            )
         try:
             found = await _search(positions, parsed) if positions else []
         except ValueError as exc:  # e.g. the oracle without gold ids
