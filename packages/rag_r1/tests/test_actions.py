@@ -1,6 +1,6 @@
 import pytest
 
-from aworld_rl_rag_r1.actions import cut_turn, parse_action, parse_queries, split_commas
+from aworld_rl_rag_r1.actions import Action, cut_turn, parse_action, parse_queries, split_commas
 
 
 def test_cut_after_first_search_else_first_answer():
@@ -48,3 +48,26 @@ def test_parse_queries_formats_and_limit():
     assert rejected.queries == [] and "limit is 3" in rejected.error
     assert parse_queries("a, b, c, d", max_queries=0).queries == ["a", "b", "c", "d"]
     assert parse_queries("   ").error == "the search block holds no query"
+
+
+def test_parse_action_matches_the_regex_and_is_linear():
+    import re
+
+    regex = re.compile(r"<(search|answer)>(.*?)</\1>", re.DOTALL)
+    cases = [
+        "<search>a</search>",
+        "<search><answer>x</answer>",
+        "<answer>y<search>a</search></answer>",
+        "<search>a<search>b</search>",
+        "x</search><search>",
+        "<search></search>",
+        "<answer> z </answer><search>q</search>",
+        "<search>open <answer>shut</answer> <search>late</search>",
+        "nothing here",
+    ]
+    for text in cases:
+        m = regex.search(text)
+        want = Action("invalid") if m is None else Action(m.group(1), m.group(2).strip())
+        assert parse_action(text) == want, text
+    # 50,000 unclosed tags: the old regex scan was quadratic (~90 s); this is one pass
+    assert parse_action("<search>" * 50_000 + "<answer>ok</answer>") == Action("answer", "ok")

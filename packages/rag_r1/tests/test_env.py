@@ -267,3 +267,68 @@ def test_step_s_leaves_out_the_one_time_load(hash_index, world):
         assert info["load_s"] > 0.0 and info["step_s"] > 0.0  # reported apart
     finally:
         clear("rag_r1.search")
+
+
+# ---------------------------------------------------------------- model text never escapes
+
+
+class Poisoned(Counting):
+    """Raises like a Hugging Face tokenizer on a query it cannot encode."""
+
+    def search(self, queries, topk, gold=None):
+        if any("poison" in q for q in queries):
+            raise TypeError("TextEncodeInput must be Union[TextInputSequence, ...]")
+        return super().search(queries, topk, gold)
+
+
+@pytest.mark.parametrize("fmt", ["json", "auto"])
+def test_hostile_search_blocks_become_format_errors(counted, world, fmt):
+    cfg, counting = counted
+    cfg = SearchEnvConfig(retriever=cfg.retriever, query_format=fmt)
+    hostile = [
+        "[" * 1000,  # RecursionError from json
+        "[" + "1" * 4301 + "]",  # ValueError: int over the 4,300-digit limit
+        '["a\ud800b"]',  # a lone surrogate: tokenizers raise TypeError
+    ]
+    for body in hostile:
+        env = SearchEnv(_row(world[1][0]), cfg)
+        env.reset()
+        step = env.step(f"<search>{body}</search>")
+        assert step.inline == INVALID_ACTION and not step.done
+        assert step.info["invalid"] and step.info["invalid_actions"] == 1
+    assert counting.calls == []
+
+
+def test_one_episodes_failing_search_does_not_end_the_others(hash_index, world):
+    clear("rag_r1.search")
+    retriever = RetrieverConfig(backend="local", index=str(hash_index), cache=False)
+    poisoned = Poisoned(load_retriever(hash_index))
+    shared("rag_r1.search", to_dict(retriever), lambda: BatchedSearch(poisoned, topk=3))
+    try:
+        cfg = SearchEnvConfig(retriever=retriever)
+        envs = [SearchEnv(_row(q), cfg) for q in world[1][:3]]
+        for env in envs:
+            env.reset()
+        texts = ["<search>alpha</search>", "<search>poison</search>", "<search>beta</search>"]
+        steps = step_many(envs, texts)
+    finally:
+        clear("rag_r1.search")
+    assert steps[1].inline == INVALID_ACTION and "TypeError" in steps[1].info["invalid"]
+    for i in (0, 2):
+        assert steps[i].inline.startswith(OPEN) and "invalid" not in steps[i].info
+    assert json.loads(steps[0].inline[len(OPEN) : -len(CLOSE)])["query"] == ["alpha"]
+
+
+def test_echoed_queries_are_bounded(counted, world):
+    cfg, counting = counted
+    env = SearchEnv(_row(world[1][0]), cfg)
+    env.reset()
+    step = env.step(f"<search>{'x' * 1_000_000}</search>")
+    assert counting.calls[-1] == ["x" * 512]
+    assert len(step.inline) < 20_000
+    many = SearchEnv(_row(world[1][0]), SearchEnvConfig(retriever=cfg.retriever, max_queries=0))
+    many.reset()
+    step = many.step("<search>" + ", ".join(f"q{i}" for i in range(1000)) + "</search>")
+    echoed = json.loads(step.inline[len(OPEN) : -len(CLOSE)])
+    assert echoed["query"] == [f"q{i}" for i in range(16)]
+    assert step.info["dropped_queries"] == 984

@@ -244,3 +244,58 @@ def test_passages_carry_the_corpus_id_and_title(tmp_path):
     ]
     assert title_of("Paris   the capital") == "Paris"
     assert PassageStore(tmp_path / "store")[2].contents == '"Lyon"\nLyon is a city'
+
+
+# ------------------------------------------------------------------------- index integrity
+
+
+def test_resume_with_another_shard_size_is_refused(tmp_path, world):
+    enc = load_encoder(HASH)
+    build_index(passages(world[0]), tmp_path, IndexConfig(shard_size=10), enc, log=lambda _: None)
+    spec = json.loads((tmp_path / "build.json").read_text())
+    assert spec["index.shard_size"] == 10 and spec["embedding_dtype"] == "float32"
+    with pytest.raises(ValueError, match="changed: index.shard_size"):
+        build_index(
+            passages(world[0]), tmp_path, IndexConfig(shard_size=7), enc, log=lambda _: None
+        )
+
+
+def test_a_corrupted_shard_is_re_encoded_and_the_manifest_covers_embeddings(tmp_path, world):
+    from aworld_rl_rag_r1.index import manifest_hash
+
+    enc = load_encoder(HASH)
+    good = build_index(
+        passages(world[0]), tmp_path / "a", IndexConfig(shard_size=10), enc, log=lambda _: None
+    )
+    shard = tmp_path / "a" / "embeddings" / "shard-00002.npy"
+    np.save(shard, np.zeros_like(np.load(shard)))  # same shape, wrong vectors
+    again = build_index(
+        passages(world[0]), tmp_path / "a", IndexConfig(shard_size=10), enc, log=lambda _: None
+    )
+    total = good.shards_encoded + good.shards_reused
+    assert (again.shards_encoded, again.shards_reused) == (1, total - 1)
+    fresh = build_index(
+        passages(world[0]), tmp_path / "b", IndexConfig(shard_size=10), enc, log=lambda _: None
+    )
+    assert np.array_equal(_embeddings(tmp_path / "a"), _embeddings(tmp_path / "b"))
+    assert again.manifest["hash"] == fresh.manifest["hash"]
+    emb = fresh.manifest["embeddings"]
+    assert emb["dtype"] == "float32" and emb["shape"] == [len(_embeddings(tmp_path / "b")), 64]
+    wrong = {**fresh.manifest, "embeddings": {**emb, "sha256": "0" * 64}}
+    assert manifest_hash(wrong) != fresh.manifest["hash"]
+
+
+def test_a_second_concurrent_build_is_refused(tmp_path, world):
+    from aworld_rl_rag_r1.index import build_lock
+
+    tmp_path.mkdir(exist_ok=True)
+    with build_lock(tmp_path), pytest.raises(RuntimeError, match="another build is running"):
+        build_index(passages(world[0]), tmp_path, IndexConfig(), load_encoder(HASH), log=print)
+    build_index(passages(world[0]), tmp_path, IndexConfig(), load_encoder(HASH), log=print)
+
+
+def test_store_temp_file_is_per_build(tmp_path, world):
+    # another build's fixed temp name in the way (here: a directory) does not break this one
+    (tmp_path / "passages" / "passages.jsonl.tmp").mkdir(parents=True)
+    build_index(passages(world[0]), tmp_path, IndexConfig(), load_encoder(HASH), log=print)
+    assert len(load_retriever(tmp_path).search(["x"], 2)[0]) == 2

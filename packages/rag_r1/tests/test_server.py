@@ -314,3 +314,81 @@ def test_server_threads_set_faiss_and_torch():
     finally:
         faiss.omp_set_num_threads(before[0])
         torch.set_num_threads(before[1])
+
+
+# ------------------------------------------------------------ hostile bodies, poisoned batches
+
+
+@pytest.mark.parametrize(
+    "body, message",
+    [
+        (b'{"queries": ["a"], "topk": ' + b"9" * 5000 + b"}", "not JSON"),
+        (b"[" * 5000 + b"]" * 5000, "nested too deeply"),
+        (b"[" * 100_000, "nested too deeply"),
+    ],
+)
+def test_huge_ints_and_deep_nesting_are_json_400s(retriever, body, message):
+    big = ServerConfig(max_queries=8, max_topk=10, max_body_bytes=200_000)
+    with TestClient(create_app(retriever, big)) as c:
+        response = c.post("/retrieve", content=body)
+        assert response.status_code == 400
+        assert message in response.json()["error"]
+        assert c.get("/health").status_code == 200  # the server is still up
+
+
+def test_lone_surrogate_query_is_a_422_naming_it(client):
+    body = b'{"queries": ["fine", "a\\ud800b"], "topk": 1}'  # valid JSON, not valid Unicode
+    response = client.post("/retrieve", content=body)
+    assert response.status_code == 422 and "query 1" in response.json()["error"]
+
+
+class Poisoned:
+    """A retriever whose encoder raises on one query, as a tokenizer does on bad text."""
+
+    def __init__(self, inner):
+        self.inner, self.calls = inner, []
+        self.manifest_hash = inner.manifest_hash
+
+    def search(self, queries, topk, gold=None):
+        self.calls.append(list(queries))
+        if any("poison" in q for q in queries):
+            raise TypeError("TextEncodeInput must be Union[...]")
+        return self.inner.search(queries, topk, gold)
+
+
+def test_one_bad_request_fails_alone_not_its_micro_batch(retriever):
+    import asyncio
+
+    from aworld_rl_rag_r1.server import Metrics, MicroBatcher
+
+    poisoned = Poisoned(retriever)
+    batcher = MicroBatcher(poisoned, ServerConfig(batch_wait_ms=200), Metrics())
+    asked = [["alpha"], ["beta", "gamma"], ["poison"], ["delta"]]
+
+    async def main():
+        try:
+            return await asyncio.gather(
+                *(batcher.submit(q, 2, None) for q in asked), return_exceptions=True
+            )
+        finally:
+            await batcher.stop()
+
+    out = asyncio.run(main())
+    assert poisoned.calls[0] == ["alpha", "beta", "gamma", "poison", "delta"]  # merged
+    assert isinstance(out[2], TypeError)
+    for i in (0, 1, 3):
+        assert [[h.id for h in row] for row in out[i]] == [
+            [h.id for h in row] for row in retriever.search(asked[i], 2)
+        ]
+
+
+def test_a_full_queue_sheds_load_with_429_and_retry_after(retriever):
+    cfg = ServerConfig(max_queries=8, max_topk=10, max_queue_queries=4, retry_after_s=2)
+    with TestClient(create_app(retriever, cfg)) as c:
+        assert c.post("/retrieve", json={"queries": ["a", "b"], "topk": 1}).status_code == 200
+        c.app.state.metrics.queue_depth = 3  # three queries already waiting
+        shed = c.post("/retrieve", json={"queries": ["a", "b"], "topk": 1})
+        assert shed.status_code == 429 and shed.headers["Retry-After"] == "2"
+        assert "max_queue_queries" in shed.json()["error"]
+        fits = c.post("/retrieve", json={"queries": ["a"], "topk": 1})
+        assert fits.status_code == 200  # 3 + 1 is within the bound

@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 from typing import Literal
 
 STOP = ("</search>", "</answer>")
-_ACTION = re.compile(r"<(search|answer)>(.*?)</\1>", re.DOTALL)
+_OPEN = re.compile(r"<(search|answer)>")
 _QUOTES = {'"': '"', "“": "”"}
 
 QueryFormat = Literal["comma", "json", "auto"]
@@ -39,11 +39,21 @@ class Action:
 
 
 def parse_action(text: str) -> Action:
-    """The first ``<search>`` or ``<answer>`` block of a (cut) turn."""
-    match = _ACTION.search(text)
-    if match is None:
-        return Action("invalid")
-    return Action(match.group(1), match.group(2).strip())  # type: ignore[arg-type]
+    """The first ``<search>`` or ``<answer>`` block of a (cut) turn: the first opening tag that
+    has its closing tag somewhere after it (what ``<(search|answer)>(.*?)</\\1>`` finds).
+
+    Linear in the text: an opening tag is kept when the kind's last closing tag lies after it,
+    so thousands of unclosed tags are not each scanned to the end (a regex's quadratic cost).
+    """
+    last = {kind: text.rfind(f"</{kind}>") for kind in ("search", "answer")}
+    pos = 0
+    while (match := _OPEN.search(text, pos)) is not None:
+        kind = match.group(1)
+        if last[kind] >= match.end():
+            end = text.find(f"</{kind}>", match.end())
+            return Action(kind, text[match.end() : end].strip())  # type: ignore[arg-type]
+        pos = match.start() + 1
+    return Action("invalid")
 
 
 @dataclass(frozen=True)
@@ -111,7 +121,7 @@ def parse_queries(
     if fmt == "json" or (fmt == "auto" and body.startswith("[")):
         try:
             value = json.loads(body)
-        except json.JSONDecodeError:
+        except (ValueError, RecursionError):  # bad JSON, a 4,301-digit int, deep nesting
             value = None
         if not isinstance(value, list) or not all(isinstance(q, str) for q in value):
             return Queries(error="the search block is not a JSON list of query strings")

@@ -17,6 +17,7 @@ import json
 import mmap
 import os
 import re
+import secrets
 from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass
 from pathlib import Path
@@ -185,7 +186,7 @@ def write_store(items: Iterable[Passage], directory: str | Path) -> PassageStore
     directory.mkdir(parents=True, exist_ok=True)
     digest = hashlib.sha256()
     offsets = [0]
-    tmp = directory / (STORE_FILE + ".tmp")
+    tmp = directory / f".{STORE_FILE}.{os.getpid()}-{secrets.token_hex(4)}.tmp"  # per build
     with tmp.open("wb") as handle:
         for item in items:
             line = json.dumps(

@@ -53,6 +53,16 @@ class SearchEnvConfig:
     max_queries: int = option(
         3, help="queries per search (the paper's prompt says 3; 0 = no limit, the paper's code)"
     )
+    max_query_chars: int = option(
+        512,
+        help="each query cut to this many characters before it is searched and echoed in the "
+        "observation (bounds what model text can make the environment do; 0: no cut)",
+    )
+    query_cap: int = option(
+        16,
+        help="queries one search may retrieve and echo in all, applied after max_queries even "
+        "when that is 0 (the excess counts as dropped; 0: no cap, the paper's code)",
+    )
     over_limit: OverLimit = option(
         "truncate", help="more queries than the limit: keep the first ones, or invalid action"
     )
@@ -181,7 +191,10 @@ class SearchEnv:
         searching: dict[int, list[tuple[int, list[str]]]] = {}
         searchers: dict[int, BatchedSearch] = {}
         for i, (env, text) in enumerate(zip(envs, texts, strict=True)):
-            outcome = env._decide(text)
+            try:
+                outcome = env._decide(text)
+            except Exception as exc:  # model text must never end the batch's turn
+                outcome = env._invalid(f"the turn could not be read: {type(exc).__name__}")
             if isinstance(outcome, Step):
                 steps[i] = env._finish(outcome)
                 continue
@@ -192,11 +205,13 @@ class SearchEnv:
             gold = None
             if envs[items[0][0]].cfg.retriever.backend == "oracle":
                 gold = [envs[i].gold_docs for i, _ in items]
-            results, stats = searchers[key].run([queries for _, queries in items], gold=gold)
-            share = stats.seconds / len(items)
-            for (i, queries), hits in zip(items, results, strict=True):
-                envs[i].counters.retrieval_s += share
-                steps[i] = envs[i]._finish(envs[i]._observe(queries, hits))
+            for (i, queries), hits, seconds in cls._retrieve(searchers[key], items, gold):
+                envs[i].counters.retrieval_s += seconds
+                if isinstance(hits, BaseException):
+                    reason = f"the search failed: {type(hits).__name__}: {str(hits)[:200]}"
+                    steps[i] = envs[i]._finish(envs[i]._invalid(reason))
+                else:
+                    steps[i] = envs[i]._finish(envs[i]._observe(queries, hits))
         elapsed = (time.perf_counter() - began) / max(1, len(envs))
         for env, step in zip(envs, steps, strict=True):
             env.counters.step_s += elapsed
@@ -204,6 +219,31 @@ class SearchEnv:
             assert step is not None
             step.info.update(env.info())
         return steps  # type: ignore[return-value]
+
+    @staticmethod
+    def _retrieve(
+        search: BatchedSearch,
+        items: list[tuple[int, list[str]]],
+        gold: list[list[str]] | None,
+    ) -> list[tuple[tuple[int, list[str]], Any, float]]:
+        """One batched retrieval; when it fails, each episode's queries alone, so one episode's
+        failing query turns only that episode's step into an error observation."""
+        try:
+            results, stats = search.run([queries for _, queries in items], gold=gold)
+        except Exception:
+            if len(items) == 1:
+                raise
+        else:
+            share = stats.seconds / len(items)
+            return [(item, hits, share) for item, hits in zip(items, results, strict=True)]
+        out: list[tuple[tuple[int, list[str]], Any, float]] = []
+        for n, item in enumerate(items):
+            try:
+                (hits,), stats = search.run([item[1]], gold=None if gold is None else [gold[n]])
+                out.append((item, hits, stats.seconds))
+            except Exception as exc:
+                out.append((item, exc, 0.0))
+        return out
 
     # -------------------------------------------------------------------------- one turn
 
@@ -236,10 +276,12 @@ class SearchEnv:
             return Step(
                 done=True, info={"answer": None, "em": 0.0, "f1": 0.0, "ended": "no answer"}
             )
-        if action.kind == "search":
+        if action.kind == "search" and not _is_unicode(action.content):
+            reason = "the search block is not valid Unicode text (it holds a lone surrogate)"
+        elif action.kind == "search":
             if cfg.mode == "sq":  # single-query mode: the whole block is one query
                 if action.content:
-                    return [action.content]
+                    return self._bounded([action.content])
                 reason = "the search block holds no query"
             else:
                 parsed = parse_queries(
@@ -251,12 +293,27 @@ class SearchEnv:
                 )
                 if parsed.queries:
                     c.dropped_queries += parsed.dropped
-                    return parsed.queries
+                    return self._bounded(parsed.queries)
                 reason = parsed.error or "the search block holds no query"
         else:
             reason = "no <search> or <answer> block"
-        c.invalid += 1
+        return self._invalid(reason)
+
+    def _invalid(self, reason: str) -> Step:
+        """The invalid-action observation; ``reason`` goes to the step's info."""
+        self.counters.invalid += 1
         return Step(inline=observations.INVALID_ACTION, info={"invalid": reason})
+
+    def _bounded(self, queries: list[str]) -> list[str]:
+        """At most ``query_cap`` queries (the rest counted as dropped), each cut to
+        ``max_query_chars`` characters: what is searched and echoed stays bounded."""
+        cfg = self.cfg
+        if cfg.query_cap and len(queries) > cfg.query_cap:
+            self.counters.dropped_queries += len(queries) - cfg.query_cap
+            queries = queries[: cfg.query_cap]
+        if cfg.max_query_chars:
+            queries = [q[: cfg.max_query_chars] for q in queries]
+        return queries
 
     def _observe(self, queries: list[str], hits: list[list[Any]]) -> Step:
         c, cfg = self.counters, self.cfg
@@ -327,6 +384,15 @@ class SearchEnv:
             "answer_in_retrieved": float(c.answer_retrieved),
             "gold_docs_retrieved": gold_share(sorted(c.retrieved_docs), self.gold_docs),
         }
+
+
+def _is_unicode(text: str) -> bool:
+    """False for text no tokenizer can encode (a lone surrogate such as ``"a\\ud800b"``)."""
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        return False
+    return True
 
 
 def make_env(row: Mapping[str, Any], **options: Any) -> SearchEnv:

@@ -4,31 +4,38 @@ A build writes into one directory, in steps that each leave a finished file behi
 killed build resumes where it stopped:
 
 1. ``passages/``: the passage store (chunked corpus, corpus hash);
-2. ``embeddings/shard-NNNNN.npy``: passage embeddings, one file per shard (written atomically);
+2. ``embeddings/shard-NNNNN.npy``: passage embeddings, one file per shard (written atomically),
+   each with a ``.sha256`` checksum written after it; a shard is reused only when its checksum
+   matches (and ``build.json`` records the shard size and dtype, so another layout is refused);
 3. ``index.faiss`` (or ``bm25/``): the index, trained on a sample (IVF-PQ) and filled shard by
    shard from memory-mapped embeddings;
 4. ``manifest.json``: encoder identity, dimension, corpus hash, index type and parameters,
-   count; its hash travels with every server response.
+   count, and the embeddings' content hash, dtype and shape; its hash travels with every
+   server response.
+
+A lock file (``.build.lock``, an ``flock`` the kernel drops when the build dies) refuses a
+second build into the same directory while one runs.
 
 faiss and bm25s are imported inside the functions that use them.
 """
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import json
 import math
 import os
 import shutil
 import time
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal
 
 import numpy as np
 
-from aworld_rl_core.atomic import write_atomic
+from aworld_rl_core.atomic import atomic_path, write_atomic
 from aworld_rl_core.config import option
 from aworld_rl_rag_r1.corpus import Passage, PassageStore, write_store
 from aworld_rl_rag_r1.encoders import Encoder
@@ -39,6 +46,8 @@ INDEX_FILE = "index.faiss"
 BM25_DIR = "bm25"
 PASSAGES_DIR = "passages"
 EMBEDDINGS_DIR = "embeddings"
+LOCK_FILE = ".build.lock"
+EMBEDDING_DTYPE = "float32"
 IndexType = Literal["flat", "hnsw", "ivfpq", "bm25"]
 GB = 1e9
 
@@ -116,8 +125,10 @@ def memory_estimate(cfg: IndexConfig, n: int, dim: int) -> str:
 
 def manifest_hash(manifest: dict[str, Any]) -> str:
     """A short hash of what decides retrieval results (build time and paths left out)."""
-    keys = ("encoder", "dim", "corpus_hash", "count", "index")
-    canonical = json.dumps({k: manifest.get(k) for k in keys}, sort_keys=True)
+    keys = ("encoder", "dim", "corpus_hash", "count", "index", "embeddings")
+    # an index built before embeddings were hashed keeps its hash
+    kept = {k: manifest.get(k) for k in keys if k != "embeddings" or manifest.get(k) is not None}
+    canonical = json.dumps(kept, sort_keys=True)
     return hashlib.sha256(canonical.encode()).hexdigest()[:16]
 
 
@@ -133,10 +144,75 @@ def read_manifest(directory: str | Path) -> dict[str, Any]:
     return json.loads(path.read_text(encoding="utf-8"))
 
 
+def _file_sha256(path: Path) -> str:
+    digest = hashlib.sha256()
+    with path.open("rb") as handle:
+        while chunk := handle.read(1 << 20):
+            digest.update(chunk)
+    return digest.hexdigest()
+
+
+def _checksum_path(path: Path) -> Path:
+    return path.with_name(path.name + ".sha256")
+
+
 def _atomic_save(path: Path, array: np.ndarray) -> None:
-    tmp = path.with_name(path.name + ".tmp.npy")
-    np.save(tmp, array)
-    os.replace(tmp, path)
+    """The shard (atomically), then its checksum: a shard without one is never reused."""
+    _checksum_path(path).unlink(missing_ok=True)
+    with atomic_path(path, suffix=".npy") as tmp:
+        np.save(tmp, array)
+    write_atomic(_checksum_path(path), _file_sha256(path))
+
+
+def shard_is_intact(path: Path, shape: tuple[int, int]) -> bool:
+    """The shard has the expected shape and dtype and matches the checksum written with it."""
+    check = _checksum_path(path)
+    if not (path.is_file() and check.is_file()):
+        return False
+    try:
+        array = np.load(path, mmap_mode="r")
+    except (OSError, ValueError):
+        return False
+    if array.shape != shape or array.dtype != np.dtype(EMBEDDING_DTYPE):
+        return False
+    return check.read_text(encoding="utf-8").strip() == _file_sha256(path)
+
+
+def embeddings_digest(shard_paths: list[Path]) -> dict[str, Any]:
+    """The embeddings' content hash (over the vectors in order, whatever the sharding), dtype
+    and shape: what the manifest hash covers."""
+    digest, rows, dim = hashlib.sha256(), 0, 0
+    for path in shard_paths:
+        vectors = np.load(path, mmap_mode="r")
+        digest.update(np.ascontiguousarray(vectors, dtype=EMBEDDING_DTYPE).tobytes())
+        rows += len(vectors)
+        dim = vectors.shape[1] if vectors.ndim == 2 else dim
+    return {"sha256": digest.hexdigest(), "dtype": EMBEDDING_DTYPE, "shape": [rows, dim]}
+
+
+@contextlib.contextmanager
+def build_lock(directory: Path) -> Iterator[None]:
+    """Hold ``directory/.build.lock`` (flock) for the build; a second build is refused."""
+    import fcntl
+
+    handle = (directory / LOCK_FILE).open("a+")
+    try:
+        try:
+            fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            handle.seek(0)
+            holder = handle.read().strip() or "another process"
+            raise RuntimeError(
+                f"another build is running in '{directory}' ({holder} holds {LOCK_FILE}): wait "
+                "for it to finish, or build into another index_dir"
+            ) from None
+        handle.seek(0)
+        handle.truncate()
+        handle.write(f"pid {os.getpid()}")
+        handle.flush()
+        yield
+    finally:
+        handle.close()
 
 
 Progress = Callable[[Iterable[int], int, str], Iterable[int]]
@@ -205,12 +281,12 @@ def encode_shards(
         path = folder / f"shard-{shard:05d}.npy"
         paths.append(path)
         start, end = shard * shard_size, min(n, (shard + 1) * shard_size)
-        if path.is_file() and np.load(path, mmap_mode="r").shape == (end - start, encoder.dim):
+        if shard_is_intact(path, (end - start, encoder.dim)):
             continue
         began = time.perf_counter()
         texts = list(store.iter_contents(start, end))
         vectors = encoder.encode_passages(texts) if texts else np.zeros((0, encoder.dim))
-        _atomic_save(path, np.asarray(vectors, dtype=np.float32))
+        _atomic_save(path, np.asarray(vectors, dtype=EMBEDDING_DTYPE))
         seconds += time.perf_counter() - began
         encoded += 1
         if on_shard is not None:
@@ -265,7 +341,8 @@ def build_bm25(cfg: IndexConfig, store: PassageStore, directory: Path) -> None:
     )
     model = bm25s.BM25(k1=cfg.bm25_k1, b=cfg.bm25_b)
     model.index(tokens, show_progress=False)
-    tmp, final = directory / (BM25_DIR + ".tmp"), directory / BM25_DIR
+    final = directory / BM25_DIR
+    tmp = directory / f".{BM25_DIR}.{os.getpid()}.tmp"
     model.save(str(tmp), show_progress=False)
     if final.exists():
         shutil.rmtree(final)
@@ -291,7 +368,23 @@ def build_index(
     """
     directory = Path(directory)
     directory.mkdir(parents=True, exist_ok=True)
-    check_spec(directory, spec or {})
+    with build_lock(directory):
+        return _build(passages, directory, cfg, encoder, spec, progress, log, on_shard)
+
+
+def _build(
+    passages: Iterable[Passage],
+    directory: Path,
+    cfg: IndexConfig,
+    encoder: Encoder | None,
+    spec: dict[str, Any] | None,
+    progress: Progress,
+    log: Callable[[str], None],
+    on_shard: Callable[[int], None] | None,
+) -> BuildReport:
+    # what shapes a shard is part of the spec: a resume with another layout is refused
+    layout = {"index.shard_size": cfg.shard_size, "embedding_dtype": EMBEDDING_DTYPE}
+    check_spec(directory, {**(spec or {}), **layout})
     store = build_store(passages, directory)
     n = len(store)
     if n == 0:
@@ -310,14 +403,15 @@ def build_index(
         )
         report.shards_reused = len(paths) - report.shards_encoded
         began = time.perf_counter()
+        embeddings = embeddings_digest(paths)
         index = build_faiss(cfg, paths, dim, n)
         import faiss
 
-        tmp = directory / (INDEX_FILE + ".tmp")
-        faiss.write_index(index, str(tmp))
-        os.replace(tmp, directory / INDEX_FILE)
+        with atomic_path(directory / INDEX_FILE) as tmp:
+            faiss.write_index(index, str(tmp))
         report.index_bytes = (directory / INDEX_FILE).stat().st_size
     else:
+        embeddings = None
         build_bm25(cfg, store, directory)
         report.index_bytes = sum(p.stat().st_size for p in (directory / BM25_DIR).iterdir())
     report.index_s = time.perf_counter() - began
@@ -328,6 +422,8 @@ def build_index(
         "corpus_hash": store.corpus_hash,
         "count": n,
         "index": _params(cfg, n),
+        "embeddings": embeddings,
+        "shard_size": cfg.shard_size if dense else None,
         "built": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
     }
     manifest["hash"] = manifest_hash(manifest)

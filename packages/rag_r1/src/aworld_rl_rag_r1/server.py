@@ -6,13 +6,17 @@
 Search-R1); ``id`` and ``title`` are the source document's corpus id and title, ``passage`` the
 row in the passage store. What Search-R1's client sends is answered as Search-R1's server does
 (an empty query list or query string and ``topk: 0`` get empty results, unknown fields are
-ignored); ``strict`` turns those into 422s. Requests that arrive while a search runs are merged
-into the next one: one encoder call and one index search for all of them. Bad requests get a
-4xx with ``{"error": ..., "detail": ...}``; a response over ``max_results`` passages or
-``max_response_bytes`` bytes is a 413 naming the limit. ``GET /health`` (with the ``limits``
-clients split their requests by) and ``GET /metrics`` (requests, queries, latency percentiles,
-queue depth, batch sizes). Every response carries the index manifest hash
-(``X-Index-Manifest`` header and ``manifest`` field).
+ignored); ``strict`` turns those into 422s. When more than ``max_queue_queries`` queries wait
+for the batcher, a request is refused with a 429 and ``Retry-After``. Requests that arrive
+while a search runs are merged into the next one: one encoder call and one index search for
+all of them; when that search fails, each merged request is searched alone, so only the
+request that fails gets the error.
+Bad requests (including bodies nested too deeply, integers over Python's 4,300 digits and
+queries that are not valid Unicode) get a 4xx with ``{"error": ..., "detail": ...}``; a
+response over ``max_results`` passages or ``max_response_bytes`` bytes is a 413 naming the
+limit. ``GET /health`` (with the ``limits`` clients split their requests by) and
+``GET /metrics`` (requests, queries, latency percentiles, queue depth, batch sizes). Every
+response carries the index manifest hash (``X-Index-Manifest`` header and ``manifest`` field).
 """
 
 # no ``from __future__ import annotations``: FastAPI reads the endpoints' annotations at runtime
@@ -60,6 +64,12 @@ class ServerConfig:
         2.0, help="how long a batch waits for more requests before it runs"
     )
     max_batch_queries: int = option(8192, help="most queries merged into one index search")
+    max_queue_queries: int = option(
+        32_768,
+        help="queries waiting for the batcher beyond which a request is refused with a 429 "
+        "and Retry-After (0: no bound)",
+    )
+    retry_after_s: int = option(1, help="the Retry-After seconds a 429 carries")
     replicas: int = option(1, help="server processes (> 1 runs the same app on Ray Serve)")
     latency_window: int = option(10_000, help="recent requests the latency percentiles cover")
 
@@ -212,10 +222,14 @@ class MicroBatcher:
             gold = [g for job in jobs for g in (job.gold or [[] for _ in job.queries])]
         try:
             found = await asyncio.to_thread(self.retriever.search, queries, topk, gold)
-        except Exception as exc:  # every waiting request learns why
-            for job in jobs:
+        except Exception as exc:
+            if len(jobs) == 1:
+                if not jobs[0].future.done():
+                    jobs[0].future.set_exception(exc)
+                return
+            for job in jobs:  # each request alone: only the one that fails learns why
                 if not job.future.done():
-                    job.future.set_exception(exc)
+                    await self._run([job], topk)
             return
         start = 0
         for job in jobs:
@@ -237,8 +251,12 @@ class RetrieveRequest:
 def _load_body(body: bytes) -> dict[str, Any]:
     try:
         data = json.loads(body)
-    except (json.JSONDecodeError, UnicodeDecodeError) as exc:
-        raise RequestError(400, "the request body is not JSON", str(exc)) from None
+    except RecursionError:
+        raise RequestError(
+            400, "the request body is nested too deeply to read", "send a flat JSON object"
+        ) from None
+    except ValueError as exc:  # bad JSON or UTF-8, an integer over Python's 4,300 digits
+        raise RequestError(400, "the request body is not JSON", str(exc)[:200]) from None
     if not isinstance(data, dict):
         raise RequestError(422, "the request body must be a JSON object")
     return data
@@ -260,6 +278,14 @@ def _check_queries(queries: Any, cfg: ServerConfig) -> list[str]:
             raise RequestError(
                 422, f"query {i} has {len(query)} characters; the limit is {cfg.max_query_chars}"
             )
+        try:
+            query.encode("utf-8")
+        except UnicodeEncodeError as exc:
+            raise RequestError(
+                422,
+                f"query {i} is not valid Unicode text (a lone surrogate at {exc.start}); "
+                "send UTF-8 text",
+            ) from None
     return queries
 
 
@@ -402,10 +428,12 @@ def create_app(retriever: Retriever, cfg: ServerConfig | None = None) -> Any:
     app = FastAPI(title="aworld-rl retrieval server", lifespan=lifespan)
     app.state.metrics, app.state.batcher = metrics, batcher
 
-    def error(status: int, message: str, detail: Any = None) -> Any:
+    def error(
+        status: int, message: str, detail: Any = None, extra: dict[str, str] | None = None
+    ) -> Any:
         metrics.errors += 1
         body = {"error": message, "detail": detail, "manifest": manifest}
-        return JSONResponse(body, status_code=status, headers=headers)
+        return JSONResponse(body, status_code=status, headers={**headers, **(extra or {})})
 
     @app.post("/retrieve")
     async def retrieve(request: Request) -> Any:
@@ -423,6 +451,14 @@ def create_app(retriever: Retriever, cfg: ServerConfig | None = None) -> Any:
         except RequestError as exc:
             return error(exc.status, exc.error, exc.detail)
         positions = searched(parsed)
+        waiting = metrics.queue_depth
+        if positions and cfg.max_queue_queries and waiting + len(positions) > cfg.max_queue_queries:
+            return error(
+                429,
+                f"the server is busy: {waiting} queries are waiting (server.max_queue_queries "
+                f"is {cfg.max_queue_queries}); retry after {cfg.retry_after_s} s",
+                extra={"Retry-After": str(cfg.retry_after_s)},
+            )
         try:
             found = await _search(positions, parsed) if positions else []
         except ValueError as exc:  # e.g. the oracle without gold ids
