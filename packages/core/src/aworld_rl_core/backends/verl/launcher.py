@@ -24,7 +24,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from aworld_rl_core.backends.batching import plan_batches
+from aworld_rl_core.backends.batching import engine_limits, plan_batches
 from aworld_rl_core.backends.config import section
 from aworld_rl_core.backends.verl.config import VerlConfig
 from aworld_rl_core.backends.verl.specs import EpisodeSpec, reward_refs
@@ -175,6 +175,7 @@ def build_overrides(
         )
     # steps and samples per step as every backend counts them (verl checks its own GPU split)
     steps = plan_batches(trainer, n_rows=n_rows, rl=True, strict=not verl.dry_run).steps
+    epochs, steps = verl_limits(trainer, steps, n_rows)
     save_freq = trainer.save_steps if trainer.save_steps > 0 else steps
     if verl.dynamic_batch_size and verl.max_tokens_per_gpu < (
         verl.max_prompt_length + rl.max_response_tokens
@@ -239,7 +240,7 @@ def build_overrides(
         "reward.custom_reward_function.name": "compute_score",
         "trainer.nnodes": verl.nnodes,
         "trainer.n_gpus_per_node": verl.gpus_per_node,
-        "trainer.total_epochs": max(1, math.ceil(trainer.epochs)),
+        "trainer.total_epochs": epochs,
         "trainer.total_training_steps": steps,
         "trainer.save_freq": save_freq,
         "trainer.test_freq": verl.test_freq,
@@ -268,6 +269,16 @@ def build_overrides(
         o["+ray_kwargs.ray_init.runtime_env.env_vars.VERL_FILE_LOGGER_PATH"] = paths.metrics_file
     o["trainer.logger"] = list(dict.fromkeys(loggers))
     return merge_overrides([f"{k}={hydra_value(v)}" for k, v in o.items()], verl.extra_overrides)
+
+
+def verl_limits(trainer: TrainerConfig, steps: int, n_rows: int) -> tuple[int, int]:
+    """``trainer.total_epochs`` and ``trainer.total_training_steps`` under which verl runs the
+    planned ``steps`` (``batching.engine_limits``); rows that make no full batch (a dry run
+    only) keep the configured epochs."""
+    if n_rows // trainer.batch_size < 1:
+        return max(1, math.ceil(trainer.epochs)), steps
+    limits = engine_limits(steps, n_rows, trainer.batch_size)
+    return limits.total_epochs, limits.total_training_steps
 
 
 def _memory_overrides(verl: Any) -> dict[str, Any]:
