@@ -1,6 +1,5 @@
 """Curriculum stages, the plateau rule and the resumable state."""
 
-
 import pytest
 
 from aworld_rl_core.config import from_dict

@@ -243,7 +243,6 @@ def test_paper_preset_dry_run_writes_verl_launches(tmp_path, aworld_home, capsys
         "actor_rollout_ref.rollout.n=16",
         "actor_rollout_ref.rollout.tensor_model_parallel_size=1",
         "actor_rollout_ref.rollout.gpu_memory_utilization=0.8",
-        "actor_rollout_ref.rollout.max_num_batched_tokens=131072",
         "actor_rollout_ref.rollout.max_model_len=32768",
         "actor_rollout_ref.model.enable_gradient_checkpointing=true",
         "actor_rollout_ref.model.use_remove_padding=true",
@@ -251,6 +250,8 @@ def test_paper_preset_dry_run_writes_verl_launches(tmp_path, aworld_home, capsys
         "trainer.checkpoint_callback_class=aworld_rl_core.backends.verl.stopping.StopRuleCallback",
     ):
         assert expected in hard
+    # a vLLM key verl's SGLang server would ignore is not passed
+    assert not any("max_num_batched_tokens" in o for o in hard)
     # each stage starts from the previous stage's final model (2 entries make no full batch
     # of 32: a dry run plans one step; the full split's figures are the next test's)
     assert (
@@ -282,13 +283,11 @@ def test_paper_curriculum_steps_are_verls_and_each_stage_starts_from_a_saved_ste
         presets=entry.presets,
         overrides=["trainer.verl.dry_run=true", "trainer.verl.resolve_config=false"],
     )
-    result, run = execute(
+    _result, run = execute(
         "envtuning.curriculum", entry.run_fn(), cfg, output_dir=tmp_path / "run", quiet=True
     )
     stages = sorted(run.dir.glob("stages/*/verl_launch.json"))
-    values = [
-        dict(o.split("=", 1) for o in json.loads(p.read_text())["overrides"]) for p in stages
-    ]
+    values = [dict(o.split("=", 1) for o in json.loads(p.read_text())["overrides"]) for p in stages]
     steps = []
     for v, p in zip(values, stages, strict=True):
         record = json.loads((p.parent / "stage.json").read_text())

@@ -55,7 +55,13 @@ def test_verl_counts_full_batches_and_stops_at_the_first_limit():
 
 @pytest.mark.parametrize(
     ("steps", "rows", "batch", "epochs"),
-    [(500, 6664, 512, 39), (80, 75, 16, 20), (60, 100, 32, 20), (240, 400, 32, 20), (13, 6664, 512, 1)],
+    [
+        (500, 6664, 512, 39),
+        (80, 75, 16, 20),
+        (60, 100, 32, 20),
+        (240, 400, 32, 20),
+        (13, 6664, 512, 1),
+    ],
 )
 def test_engine_limits_make_verl_run_the_planned_steps(steps, rows, batch, epochs):
     from aworld_rl_core.backends.batching import engine_limits, engine_steps

@@ -29,7 +29,9 @@ def steps_verl_runs(verl_compose, monkeypatch, *, n_rows, trainer):
     monkeypatch.setattr(
         trainer_base,
         "create_rl_dataset",
-        lambda files, data, tok, proc, is_train, max_samples: list(range(n_rows if is_train else 2)),
+        lambda files, data, tok, proc, is_train, max_samples: list(
+            range(n_rows if is_train else 2)
+        ),
     )
     monkeypatch.setattr(trainer_base, "create_rl_sampler", lambda data, dataset: None)
     bare = type("Bare", (trainer_base.PPOTrainer,), {})

@@ -114,8 +114,12 @@ def engine_limits(steps: int, n_rows: int, batch_size: int) -> EngineLimits:
             "size or add rows"
         )
     limits = EngineLimits(math.ceil(steps / per_epoch), steps, per_epoch)
-    assert limits.steps == steps == engine_steps(
-        n_rows, batch_size, total_epochs=limits.total_epochs, total_training_steps=steps
+    assert (
+        limits.steps
+        == steps
+        == engine_steps(
+            n_rows, batch_size, total_epochs=limits.total_epochs, total_training_steps=steps
+        )
     )
     return limits
 

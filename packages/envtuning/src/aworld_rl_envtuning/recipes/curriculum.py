@@ -13,8 +13,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from aworld_rl_core.backends.config import ModelConfig, TrainerConfig, section
-from aworld_rl_core.backends.verl.config import VerlConfig
+from aworld_rl_core.backends.config import ModelConfig, TrainerConfig
+from aworld_rl_core.backends.plan import is_dry_run
 from aworld_rl_core.config import from_dict, option, without_keys
 from aworld_rl_core.runs import Run, RunResult
 from aworld_rl_core.tracking import TrackingConfig
@@ -125,7 +125,7 @@ def _train_stages(cfg: _Common, stages: tuple[StageConfig, ...], run: Run) -> Cu
         start = local_model_path(cfg.model.name_or_path)
         state = CurriculumState(model=warm_start(cfg, start, split, run))
         state.save(run.dir)
-    dry = cfg.trainer.backend == "verl" and section(cfg.trainer, VerlConfig).dry_run
+    dry = is_dry_run(cfg.trainer)
     for index, stage in enumerate(stages):
         if stage.name in state.finished:
             continue
@@ -187,7 +187,7 @@ def run_curriculum(cfg: CurriculumConfig, run: Run) -> RunResult:
     outputs.update(model=Path(state.model), state=run.dir / "curriculum_state.json")
     if cfg.evaluation.entries_per_category >= 0:
         split = read_split(run.dir / "split.json")
-        if cfg.trainer.backend == "verl" and section(cfg.trainer, VerlConfig).dry_run:
+        if is_dry_run(cfg.trainer):
             print(describe_evaluation(state.model, split, cfg))
             return RunResult(metrics=metrics, outputs=outputs)
         scores, files = evaluate_held_out(
