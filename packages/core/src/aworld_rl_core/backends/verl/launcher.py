@@ -26,6 +26,7 @@ from typing import TYPE_CHECKING, Any
 
 from aworld_rl_core.backends.batching import engine_limits, plan_batches
 from aworld_rl_core.backends.config import section
+from aworld_rl_core.backends.plan import is_dry_run
 from aworld_rl_core.backends.verl.config import VerlConfig
 from aworld_rl_core.backends.verl.specs import EpisodeSpec, reward_refs
 from aworld_rl_core.errors import ConfigError
@@ -174,7 +175,7 @@ def build_overrides(
             f"{trainer.batch_size}"
         )
     # steps and samples per step as every backend counts them (verl checks its own GPU split)
-    steps = plan_batches(trainer, n_rows=n_rows, rl=True, strict=not verl.dry_run).steps
+    steps = plan_batches(trainer, n_rows=n_rows, rl=True, strict=not is_dry_run(trainer)).steps
     epochs, steps = verl_limits(trainer, steps, n_rows)
     save_freq = trainer.save_steps if trainer.save_steps > 0 else steps
     if verl.dynamic_batch_size and verl.max_tokens_per_gpu < (
