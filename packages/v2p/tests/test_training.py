@@ -212,8 +212,6 @@ class TestTrainRecipe(RecipeContract):
 def test_paper_launch_trains_with_zero3_and_gradient_checkpointing(tmp_path, aworld_home):
     """The 32-GPU launch's hf-sft job carries the ZeRO-3 config and gradient checkpointing the
     dry run's memory estimate assumes (before: deepspeed null, no checkpointing: plain DDP)."""
-    import json
-
     from aworld_rl_core.runs import Run
     from aworld_rl_v2p.recipes.train import launch_trainer
 
@@ -226,7 +224,7 @@ def test_paper_launch_trains_with_zero3_and_gradient_checkpointing(tmp_path, awo
     )
     trainer = launch_trainer(cfg, Run(tmp_path / "run", quiet=True))
     assert trainer.sft.gradient_checkpointing is True
-    ds = json.loads(open(trainer.sft.deepspeed).read())
+    ds = json.loads(Path(trainer.sft.deepspeed).read_text())
     assert ds["zero_optimization"]["stage"] == 3 and ds["bf16"]["enabled"] is True
     one = load_config(entry.config_cls(), preset="tiny-cpu", presets=entry.presets)
     assert launch_trainer(one, Run(tmp_path / "one", quiet=True)) == one.trainer  # 1 process
