@@ -31,7 +31,7 @@ import subprocess
 import sys
 import time
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 CORE_PARTS = ("trl-grpo", "hf-sft")
 PAPER_RECIPES = ("funreason.sft", "v2p.train", "rag_r1.train")
@@ -49,7 +49,7 @@ def _check(condition: bool, what: str) -> None:
         raise SmokeFailure(what)
 
 
-def _dtype(device: str) -> str:
+def _dtype(device: str) -> Literal["bfloat16", "float32"]:
     return "bfloat16" if device == "cuda" else "float32"
 
 
@@ -258,6 +258,7 @@ def _child(part: str, args: argparse.Namespace, out: Path) -> dict[str, Any]:
     log = out / f"{part.replace(':', '_')}.log"
     env = {**os.environ, "HF_HUB_OFFLINE": "1", "TOKENIZERS_PARALLELISM": "false"}
     start = time.time()
+    record: dict[str, Any]
     try:
         proc = subprocess.run(
             command, capture_output=True, text=True, timeout=args.timeout, env=env, check=False

@@ -197,7 +197,7 @@ class VerlBackend:
         engine_pin = ROLLOUT_ENGINES[verl.rollout_engine][2].split(" ")[0]
         final = run.checkpoint_dir / f"global_step_{steps}"
         model = final / (HF_MODEL if verl.save_hf_model else "actor")
-        settings = {
+        settings: dict[str, Any] = {
             k: values[k]
             for k in (
                 "data.train_batch_size",
