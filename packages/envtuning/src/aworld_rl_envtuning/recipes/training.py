@@ -134,7 +134,7 @@ def run_stage(
     dry = is_dry_run(trainer)
     if dry or not run.quiet:
         print(_stage_line(index, count, stage, start, steps, len(rows), len(val_rows), trainer))
-    if dry and not planning_active() and trainer.backend == "verl":  # a plan has its estimate
+    if dry and not planning_active():  # verl.dry_run (a plan prints its own estimate)
         print(memory_note(cfg.model.name_or_path, trainer))
     try:
         result = get_trainer(trainer.backend)().train(
