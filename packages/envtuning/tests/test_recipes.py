@@ -280,7 +280,6 @@ def test_paper_preset_dry_run_writes_verl_launches(tmp_path, aworld_home, capsys
         "actor_rollout_ref.rollout.n=16",
         "actor_rollout_ref.rollout.tensor_model_parallel_size=1",
         "actor_rollout_ref.rollout.gpu_memory_utilization=0.8",
-        "actor_rollout_ref.rollout.max_num_batched_tokens=131072",
         "actor_rollout_ref.rollout.max_model_len=32768",
         "actor_rollout_ref.model.enable_gradient_checkpointing=true",
         "actor_rollout_ref.model.use_remove_padding=true",
@@ -288,10 +287,13 @@ def test_paper_preset_dry_run_writes_verl_launches(tmp_path, aworld_home, capsys
         "trainer.checkpoint_callback_class=aworld_rl_core.backends.verl.stopping.StopRuleCallback",
     ):
         assert expected in hard
-    # each stage starts from the previous stage's final model (2 entries x 20 epochs / 32)
+    # a vLLM key verl's SGLang server would ignore is not passed
+    assert not any("max_num_batched_tokens" in o for o in hard)
+    # each stage starts from the previous stage's final model (2 entries make no full batch
+    # of 32: a dry run plans one step; the full split's figures are the next test's)
     assert (
         "actor_rollout_ref.model.path="
-        f"{run.dir}/stages/2-hints/checkpoints/global_step_2/actor/huggingface"
+        f"{run.dir}/stages/2-hints/checkpoints/global_step_1/actor/huggingface"
     ) in hard
     assert "data.train_batch_size=16" in launches["1-syntax"]
     assert "data.max_response_length=10000" in launches["1-syntax"]
@@ -301,6 +303,46 @@ def test_paper_preset_dry_run_writes_verl_launches(tmp_path, aworld_home, capsys
     )
     assert "final evaluation (not run in a dry run): 300 held-out entries" in out
     assert result.metrics["stages_finished"] == 4.0
+
+
+def test_paper_curriculum_steps_are_verls_and_each_stage_starts_from_a_saved_step(
+    tmp_path, aworld_home
+):
+    """The paper's split (75 / 100 / 400 / 400 entries at batch 16 / 32 / 32 / 32, 20 epochs):
+    verl's drop_last loader runs 80 / 60 / 240 / 240 steps, and each stage starts from the
+    checkpoint of the previous stage's last step (verl always saves its last step)."""
+    from aworld_rl_core.backends.batching import engine_steps
+
+    entry = registry.get_recipe("envtuning.curriculum")
+    cfg = load_config(
+        entry.config_cls(),
+        preset="paper",
+        presets=entry.presets,
+        overrides=["trainer.verl.dry_run=true", "trainer.verl.resolve_config=false"],
+    )
+    _result, run = execute(
+        "envtuning.curriculum", entry.run_fn(), cfg, output_dir=tmp_path / "run", quiet=True
+    )
+    stages = sorted(run.dir.glob("stages/*/verl_launch.json"))
+    values = [dict(o.split("=", 1) for o in json.loads(p.read_text())["overrides"]) for p in stages]
+    steps = []
+    for v, p in zip(values, stages, strict=True):
+        record = json.loads((p.parent / "stage.json").read_text())
+        n, batch = record["training_entries"], int(v["data.train_batch_size"])
+        total = engine_steps(
+            n,
+            batch,
+            total_epochs=int(v["trainer.total_epochs"]),
+            total_training_steps=int(v["trainer.total_training_steps"]),
+        )
+        assert total == int(v["trainer.total_training_steps"]) == record["max_steps"]
+        steps.append(total)
+    assert steps == [80, 60, 240, 240]
+    names = [p.parent.name for p in stages]
+    for previous, name, v, n in zip(names, names[1:], values[1:], steps, strict=False):
+        assert v["actor_rollout_ref.model.path"] == (
+            f"{run.dir}/stages/{previous}/checkpoints/global_step_{n}/actor/huggingface"
+        ), name
 
 
 def test_ground_truth_agent_scores_100_on_all_800_and_bfcl_scores_the_files(tmp_path, aworld_home):

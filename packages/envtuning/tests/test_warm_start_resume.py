@@ -21,7 +21,12 @@ def test_a_killed_warm_start_continues_from_its_checkpoint(aworld_home, tmp_path
         CurriculumConfig,
         preset="tiny-cpu",
         presets="aworld_rl_envtuning:configs/curriculum",
-        overrides=["warm_start.steps=4", "warm_start.save_steps=2", "warm_start.entries=1"],
+        overrides=[
+            "warm_start.steps=4",
+            "warm_start.save_steps=2",
+            "warm_start.entries=1",
+            "warm_start.batch_size=1",
+        ],
     )
     assert module.sft_trainer(cfg.warm_start, 0).save_steps == 2
     # the greedy before/after measurements are not what is tested here

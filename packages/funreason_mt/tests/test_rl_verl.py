@@ -42,3 +42,20 @@ def test_paper_preset_dry_run_writes_verl_rows_and_launch(tmp_path, aworld_home)
     assert overrides["data.max_prompt_length"] == "16384"
     text = json.dumps(rows[0], default=str)
     assert "core.bfcl-multi-turn" in text and "funreason_mt" in text  # the env travels as a Ref
+
+
+def test_paper_plan_packs_long_trajectories_and_fits_in_80_gib(tmp_path, aworld_home, capsys):
+    """16k + 16k-token trajectories: dynamic batch size (one trajectory's tokens per pass),
+    fused kernels (no full-vocabulary logits) and a per-GPU estimate that fits."""
+    from aworld_rl_core import cli
+
+    code = cli.main(
+        ["funreason_mt.rl", "--preset", "paper", "--dry-run", "--output-dir", str(tmp_path / "r")]
+    )
+    assert code == 0
+    (plan,) = json.loads((tmp_path / "r" / "plan.json").read_text())["plans"]
+    settings = plan["steps"]["engine_settings"]
+    assert settings["actor_rollout_ref.actor.use_dynamic_bsz"] == "true"
+    assert settings["actor_rollout_ref.actor.ppo_max_token_len_per_gpu"] == "32768"
+    assert plan["memory_gib"]["total"] < 80
+    assert "fits in 80 GiB" in plan["memory_note"]

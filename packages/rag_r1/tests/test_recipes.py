@@ -212,6 +212,33 @@ def test_paper_ppo_dry_run_writes_the_verl_launch(tmp_path, aworld_home):
     assert "Question:" in table[0]["prompt"][0]["content"]
 
 
+def test_paper_plan_runs_500_steps_as_verl_counts_them_and_fits(tmp_path, aworld_home):
+    """500 steps at batch 512 need many passes over the prompts (verl stops at whichever of
+    total_epochs and total_training_steps comes first: one epoch stopped the paper preset after
+    13 steps); dynamic batch size and fused kernels keep it within 80 GiB per GPU."""
+    from aworld_rl_core import cli
+    from aworld_rl_core.backends.batching import engine_steps
+
+    out = tmp_path / "run"
+    code = cli.main(
+        ["rag_r1.train", "--preset", "paper", "--dry-run", "--output-dir", str(out),
+         "data.train=synthetic", "data.val=synthetic", "world.synthetic.questions=2400",
+         "world.encoder.name_or_path=hash"]
+    )  # fmt: skip
+    assert code == 0
+    (plan,) = json.loads((out / "plan.json").read_text())["plans"]
+    import pyarrow.parquet as pq
+
+    rows = pq.read_table(out / "verl_data" / "train.parquet").num_rows
+    settings = plan["steps"]["engine_settings"]
+    epochs = int(settings["trainer.total_epochs"])
+    assert rows >= 512 and plan["steps"]["steps"] == 500
+    assert engine_steps(rows, 512, total_epochs=epochs, total_training_steps=500) == 500
+    assert epochs == -(-500 // (rows // 512)) > 1
+    assert settings["actor_rollout_ref.actor.use_dynamic_bsz"] == "true"
+    assert plan["memory_gib"]["total"] < 80
+
+
 class TestEmReward(RewardContract):
     reward = "rag_r1.em"
     examples = [

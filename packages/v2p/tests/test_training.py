@@ -273,3 +273,24 @@ def test_sources_each_with_images_and_weight(tmp_path):
     assert all(s.image.parent.name == s.id[0] + "-images" for s in samples)
     assert skipped == {"image file missing": 2}
     assert [s.id for s in training_samples(data)[0]] == ids  # seeded
+
+
+def test_paper_launch_trains_with_zero3_and_gradient_checkpointing(tmp_path, aworld_home):
+    """The 32-GPU launch's hf-sft job carries the ZeRO-3 config and gradient checkpointing the
+    dry run's memory estimate assumes (before: deepspeed null, no checkpointing: plain DDP)."""
+    from aworld_rl_core.runs import Run
+    from aworld_rl_v2p.recipes.train import launch_trainer
+
+    entry = registry.get_recipe("v2p.train")
+    cfg = load_config(
+        entry.config_cls(),
+        preset="paper",
+        presets=entry.presets,
+        overrides=["launch.dry_run=false"],
+    )
+    trainer = launch_trainer(cfg, Run(tmp_path / "run", quiet=True))
+    assert trainer.sft.gradient_checkpointing is True
+    ds = json.loads(Path(trainer.sft.deepspeed).read_text())
+    assert ds["zero_optimization"]["stage"] == 3 and ds["bf16"]["enabled"] is True
+    one = load_config(entry.config_cls(), preset="tiny-cpu", presets=entry.presets)
+    assert launch_trainer(one, Run(tmp_path / "one", quiet=True)) == one.trainer  # 1 process

@@ -40,6 +40,12 @@ def _recipe_parser(recipe: str) -> argparse.ArgumentParser:
         "--overwrite", action="store_true", help="replace the run already in --output-dir"
     )
     parser.add_argument("--quiet", action="store_true", help="print only the summary")
+    parser.add_argument(
+        "--dry-run",
+        action="store_true",
+        help="plan every training launch (processes, steps as the engine counts them, memory "
+        "per GPU, packages, checkpoints), print it and write plan.json; train nothing",
+    )
     parser.add_argument("--debug", action="store_true", help="full tracebacks on errors")
     parser.add_argument("-h", "--help", action="store_true")
     parser.add_argument("overrides", nargs="*", help="dotted key=value overrides")
@@ -201,16 +207,38 @@ def _execute(name: str, entry: Any, cfg: Any, args: argparse.Namespace, output_d
 
     keep_freed_memory()
     try:
-        result, run = execute(
-            name,
-            entry.run_fn(),
-            cfg,
-            output_dir=output_dir,
-            resume=args.resume,
-            overwrite=args.overwrite,
-            quiet=args.quiet,
-            command=_command(name, args, output_dir),
-        )
+        if args.dry_run:
+            from aworld_rl_core.backends.plan import PLAN_FILE, planning, write_plans
+
+            with planning() as plans:
+                result, run = execute(
+                    name,
+                    entry.run_fn(),
+                    cfg,
+                    output_dir=output_dir,
+                    resume=args.resume,
+                    overwrite=args.overwrite,
+                    quiet=args.quiet,
+                    command=[*_command(name, args, output_dir), "--dry-run"],
+                )
+            if not plans:
+                raise AworldError(
+                    f"--dry-run: recipe '{name}' launched no training backend, so there is no "
+                    "launch plan (it trains nothing, or plans through its own dry-run option)"
+                )
+            result.outputs["plan"] = write_plans(plans, run.dir / PLAN_FILE)
+            print(f"\n{len(plans)} launch plan(s) written to {result.outputs['plan']}")
+        else:
+            result, run = execute(
+                name,
+                entry.run_fn(),
+                cfg,
+                output_dir=output_dir,
+                resume=args.resume,
+                overwrite=args.overwrite,
+                quiet=args.quiet,
+                command=_command(name, args, output_dir),
+            )
     except KeyboardInterrupt as exc:
         signum = getattr(exc, "signum", signal.SIGINT)
         print(
@@ -250,7 +278,7 @@ def _print_recipe_help(entry: registry.RecipeEntry, cfg: object, shown: str | No
         print(entry.help + "\n")
     presets = list_presets(entry.presets)
     print(f"presets: {', '.join(presets) or 'none'}\n")
-    print("options: --output-dir DIR, --resume, --overwrite, --quiet, --debug\n")
+    print("options: --output-dir DIR, --resume, --overwrite, --quiet, --debug, --dry-run\n")
     source = f"with {shown}" if shown else "the recipe's defaults"
     print(f"config keys (key=value; defaults: {source}):")
     for doc in describe(type(cfg), defaults=cfg):

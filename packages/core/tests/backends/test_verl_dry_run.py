@@ -226,6 +226,7 @@ def test_real_launch_refuses_a_machine_without_cuda(tmp_path, monkeypatch):
 
     monkeypatch.setattr(backend, "cuda_available", lambda: False)
     monkeypatch.setattr(backend, "verl_installed", lambda: True)
+    monkeypatch.setattr(backend, "check_rollout_engine", lambda engine: "0.24.0")
     job = make_job(tmp_path, with_section(trainer(), VerlConfig()))
     with pytest.raises(AworldError, match="has none"):
         VerlBackend().train(job)
@@ -300,3 +301,80 @@ def test_core_grpo_dry_run_on_verl_takes_prompts_from_the_environment(tmp_path, 
     assert [m["content"] for m in rows[0]["prompt"]] == [m["content"] for m in expected]
     launch = json.loads((out / "verl_launch.json").read_text())
     assert "actor_rollout_ref.rollout.agent.default_agent_loop=aworld_env" in launch["overrides"]
+
+
+def test_rollout_engine_preflight_before_ray_starts(tmp_path, monkeypatch):
+    """A missing or unsupported rollout engine stops the launch before Ray starts (verl 0.9.1
+    supports vLLM 0.18-0.24 and SGLang >= 0.5.5)."""
+    import importlib.metadata
+
+    import aworld_rl_core.backends.verl.backend as backend
+
+    installed: dict[str, str] = {}
+
+    def version(name):
+        if name not in installed:
+            raise importlib.metadata.PackageNotFoundError(name)
+        return installed[name]
+
+    monkeypatch.setattr(backend.importlib.metadata, "version", version)
+    monkeypatch.setattr(backend, "verl_installed", lambda: True)
+    started = []
+    monkeypatch.setattr(backend.VerlBackend, "_execute", lambda *a: started.append(a))
+    job = make_job(tmp_path, with_section(trainer(), VerlConfig(rollout_engine="sglang")))
+    with pytest.raises(AworldError, match="rollout_engine=sglang but sglang is not installed"):
+        VerlBackend().train(job)
+    installed["vllm"] = "0.33.0"
+    with pytest.raises(AworldError, match=r"vllm 0.33.0 is installed, but verl 0.9.1 supports"):
+        backend.check_rollout_engine("vllm")
+    installed.update(vllm="0.24.0+cu130", sglang="0.5.4")
+    assert backend.check_rollout_engine("vllm") == "0.24.0+cu130"
+    with pytest.raises(AworldError, match="install sglang==0.5.12"):
+        backend.check_rollout_engine("sglang")
+    assert not started
+
+
+def test_max_num_batched_tokens_is_refused_with_sglang(tmp_path):
+    """verl's SGLang server ignores rollout.max_num_batched_tokens: a clear error, not a key
+    that silently does nothing."""
+    job = make_job(
+        tmp_path,
+        with_section(
+            trainer(),
+            VerlConfig(dry_run=True, rollout_engine="sglang", max_num_batched_tokens=8192),
+        ),
+    )
+    with pytest.raises(ConfigError, match="a vLLM setting that verl's sglang server ignores"):
+        VerlBackend().train(job)
+
+
+def test_checkpoint_keep_limit_and_scale_keys(tmp_path):
+    from aworld_rl_core.backends.verl.launcher import LaunchPaths, build_overrides
+
+    base = trainer()
+    verl = VerlConfig(
+        dry_run=True, rollout_is="token", rollout_is_threshold=3.0, trainer_mode="separate_async",
+        parameter_sync_step=2,
+    )  # fmt: skip
+    overrides = build_overrides(
+        ModelConfig(name_or_path="m"),
+        with_section(base, verl),
+        LaunchPaths("t", "v", "c"),
+        n_rows=8,
+        uses_env=True,
+    )
+    values = dict(o.split("=", 1) for o in overrides)
+    assert values["trainer.max_actor_ckpt_to_keep"] == "3"  # the default keep-limit
+    assert values["trainer.max_critic_ckpt_to_keep"] == "3"
+    assert values["algorithm.rollout_correction.rollout_is"] == "token"
+    assert values["algorithm.rollout_correction.rollout_is_threshold"] == "3.0"
+    assert values["trainer.v1.trainer_mode"] == "separate_async"
+    assert values["trainer.v1.separate_async.parameter_sync_step"] == "2"
+    with pytest.raises(ConfigError, match="parameter_sync_step=3 must divide"):
+        build_overrides(
+            ModelConfig(name_or_path="m"),
+            with_section(base, replace(verl, parameter_sync_step=3)),
+            LaunchPaths("t", "v", "c"),
+            n_rows=8,
+            uses_env=True,
+        )

@@ -76,8 +76,12 @@ class StageConfig:
         return "hints" if self.augmentation else "BFCL's errors"
 
     def total_steps(self, n_rows: int) -> int:
-        """Optimizer steps of ``epochs`` passes over ``n_rows`` prompts."""
-        return max(1, math.ceil(self.epochs * n_rows / self.batch_size))
+        """Optimizer steps of ``epochs`` passes over ``n_rows`` prompts as the engines count
+        them: full batches only (verl's loader drops the last partial batch), so 75 prompts at
+        batch 16 give 4 steps per epoch, 80 in 20 epochs (core's ``batching.epoch_steps``)."""
+        from aworld_rl_core.backends.batching import epoch_steps
+
+        return max(1, epoch_steps(n_rows, self.batch_size, self.epochs))
 
 
 def paper_stages() -> tuple[StageConfig, ...]:

@@ -8,6 +8,7 @@ from typing import TYPE_CHECKING, Any, Protocol
 
 if TYPE_CHECKING:
     from aworld_rl_core.backends.config import ModelConfig, TrainerConfig
+    from aworld_rl_core.backends.plan import LaunchPlan
     from aworld_rl_core.backends.validation import InRunValidation
     from aworld_rl_core.environment import Environment
     from aworld_rl_core.losses import Loss
@@ -72,8 +73,13 @@ class TrainJob:
 
 
 class Backend(Protocol):
-    """A training backend. ``train`` returns checkpoints and final metrics."""
+    """A training backend. ``train`` returns checkpoints and final metrics; ``plan`` says what
+    ``train`` would start (``backends.plan.LaunchPlan``) and starts nothing. Inside
+    ``backends.plan.planning()`` (``aworld-run ... --dry-run``) ``train`` returns
+    ``plan.planned_result(self.plan(job), job)`` instead of training."""
 
     name: str
 
     def train(self, job: TrainJob) -> RunResult: ...
+
+    def plan(self, job: TrainJob) -> LaunchPlan: ...

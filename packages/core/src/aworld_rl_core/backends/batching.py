@@ -11,6 +11,12 @@
 
 trl, verl, hf-sft and LLaMA-Factory all take their step counts and batch sizes from
 :func:`plan_batches`, so one config trains the same way on each.
+
+verl counts steps its own way (``RayPPOTrainer._create_dataloader`` and the V1 trainer): a
+``drop_last=True`` loader gives ``rows // batch_size`` steps per epoch, and training ends at
+whichever comes first of ``total_epochs`` passes and ``total_training_steps``.
+:func:`engine_steps` is that arithmetic; :func:`engine_limits` chooses the two limits so verl
+runs exactly the planned steps (enough epochs for a ``max_steps`` run; the last step saved).
 """
 
 from __future__ import annotations
@@ -61,8 +67,68 @@ def plan_batches(
     if trainer.max_steps > 0:
         steps = trainer.max_steps
     else:
-        steps = max(1, math.floor(trainer.epochs * per_epoch))
+        steps = epoch_steps(per_epoch, 1, trainer.epochs)
     return BatchPlan(per_step, micro, devices, per_step // (micro * devices), steps)
+
+
+def engine_steps(
+    n_rows: int, batch_size: int, *, total_epochs: int, total_training_steps: int | None
+) -> int:
+    """The optimizer steps verl 0.9.1 runs: ``rows // batch_size`` per epoch (its training
+    loader drops the last partial batch), ``total_epochs`` epochs, capped by
+    ``total_training_steps`` when set (training ends at whichever limit comes first)."""
+    if batch_size < 1 or total_epochs < 0:
+        raise ValueError("batch_size must be >= 1 and total_epochs >= 0")
+    by_epochs = (n_rows // batch_size) * total_epochs
+    if total_training_steps is None:
+        return by_epochs
+    return min(by_epochs, total_training_steps)
+
+
+@dataclass(frozen=True)
+class EngineLimits:
+    """verl's two limits (``trainer.total_epochs``, ``trainer.total_training_steps``) and the
+    steps they give."""
+
+    total_epochs: int
+    total_training_steps: int
+    steps_per_epoch: int
+
+    @property
+    def steps(self) -> int:
+        return min(self.steps_per_epoch * self.total_epochs, self.total_training_steps)
+
+
+def engine_limits(steps: int, n_rows: int, batch_size: int) -> EngineLimits:
+    """The limits under which verl runs exactly ``steps`` steps over ``n_rows`` prompts:
+    ``total_epochs = ceil(steps / (rows // batch_size))`` (a ``max_steps`` run of more steps
+    than one epoch holds needs that many passes) and ``total_training_steps = steps``, so the
+    last step is verl's "last step", the one it always checkpoints."""
+    per_epoch = n_rows // batch_size
+    if steps < 1:
+        raise ConfigError(f"a verl run needs at least one step, planned {steps}")
+    if per_epoch < 1:
+        raise ConfigError(
+            f"{n_rows} prompts make no full batch of trainer.batch_size={batch_size}: verl's "
+            "training loader drops the partial batch and would run no step; lower the batch "
+            "size or add rows"
+        )
+    limits = EngineLimits(math.ceil(steps / per_epoch), steps, per_epoch)
+    assert (
+        limits.steps
+        == steps
+        == engine_steps(
+            n_rows, batch_size, total_epochs=limits.total_epochs, total_training_steps=steps
+        )
+    )
+    return limits
+
+
+def epoch_steps(n_rows: int, batch_size: int, epochs: float) -> int:
+    """Steps of ``epochs`` passes over ``n_rows`` rows as a ``drop_last`` loader counts them:
+    ``floor(epochs x (rows // batch_size))`` (at least 1 when a full batch exists)."""
+    per_epoch = n_rows // batch_size
+    return max(1, math.floor(epochs * per_epoch)) if per_epoch else 0
 
 
 def check_batch_shape(trainer: Any, *, rl: bool, devices: int = 1) -> int:

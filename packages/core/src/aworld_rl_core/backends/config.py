@@ -118,6 +118,12 @@ class TrainerConfig:
     max_grad_norm: float = option(1.0, help="gradient clipping norm", ge=0)
     seed: int = option(42, help="random seed", ge=0)
     save_steps: int = option(0, help="checkpoint every N steps; 0 = at the end", ge=0)
+    keep_checkpoints: int | None = option(
+        3,
+        help="checkpoints kept on disk (older ones deleted; verl max_actor_ckpt_to_keep, "
+        "transformers save_total_limit); null = all",
+        ge=1,
+    )
     logging_steps: int = option(1, help="log metrics every N steps", ge=1)
     resume: bool = option(False, help="resume from the latest checkpoint in the run directory")
     loss: str | None = option(

@@ -57,10 +57,81 @@ class HfSftBackend:
 
     name = "hf-sft"
 
+    def plan(self, job: TrainJob) -> Any:
+        """The launch plan: this process (each rank under torchrun: ``WORLD_SIZE``), steps
+        from ``plan_batches`` over the samples (one per assistant turn with
+        ``trainer.sft.per_turn``), core's SFT memory estimate (ZeRO-3 when
+        ``trainer.sft.deepspeed`` says stage 3), and transformers' checkpoints."""
+        from aworld_rl_core.backends import plan as p
+        from aworld_rl_core.records import as_record
+
+        cfg = job.trainer
+        devices = int(os.environ.get("WORLD_SIZE", "1"))
+        n = len(job.train_rows)
+        if cfg.sft.per_turn:
+            try:
+                n = sum(len(as_record(r).assistant_indices()) for r in job.train_rows)
+            except Exception:  # rows that are no chat records (vision rows): one sample each
+                n = len(job.train_rows)
+        batches = plan_batches(cfg, n_rows=n, rl=False, devices=devices, strict=False)
+        stage = p.deepspeed_stage(cfg.sft.deepspeed)
+        memory, note = p.sft_memory(
+            job.model.name_or_path,
+            gpus=devices,
+            micro_batch=batches.micro_batch,
+            seq_len=cfg.sft.max_length,
+            zero3=stage == 3,
+            gradient_checkpointing=cfg.sft.gradient_checkpointing,
+        )
+        packages = ["aworld-rl-core[trl]", "torch (CUDA build on a GPU machine)"]
+        if cfg.sft.deepspeed:
+            packages.append("deepspeed")
+        final = job.run.checkpoint_dir / f"checkpoint-{batches.steps}"
+        return p.LaunchPlan(
+            backend=self.name,
+            processes=[
+                p.Process(
+                    f"transformers Trainer ({devices} process(es))",
+                    ["transformers.Trainer.train()"],
+                    writes=[str(job.run.checkpoint_dir), str(job.run.dir / "model")],
+                )
+            ],
+            steps=p.StepPlan(
+                steps=batches.steps,
+                steps_per_epoch=n // cfg.batch_size,
+                epochs=cfg.epochs,
+                samples_per_step=batches.samples_per_step,
+                micro_batch=batches.micro_batch,
+                world_size=devices,
+                accumulation=batches.accumulation,
+                engine_settings={
+                    "max_steps": batches.steps,
+                    "dataloader_drop_last": True,
+                    "deepspeed": cfg.sft.deepspeed,
+                    "zero_stage": stage,
+                    "gradient_checkpointing": cfg.sft.gradient_checkpointing,
+                },
+            ),
+            checkpoints=p.CheckpointPlan(
+                directory=str(job.run.checkpoint_dir),
+                every=cfg.save_steps or batches.steps,
+                keep=cfg.keep_checkpoints,
+                final=str(final),
+                model=str(job.run.dir / "model"),
+            ),
+            packages=packages,
+            memory_gib=memory,
+            memory_note=note,
+        )
+
     def train(self, job: TrainJob) -> Any:
         from transformers import set_seed
 
+        from aworld_rl_core.backends.plan import planned_result, planning_active
         from aworld_rl_core.runs import RunResult
+
+        if planning_active():
+            return planned_result(self.plan(job), job)
         from aworld_rl_core.vision import has_images
 
         trainer_cfg = job.trainer
@@ -283,6 +354,7 @@ def training_args(job: TrainJob, n_samples: int) -> Any:
         logging_steps=cfg.logging_steps,
         save_strategy="steps",
         save_steps=cfg.save_steps,
+        save_total_limit=cfg.keep_checkpoints,
         report_to="none",
         use_cpu=not cuda,
         bf16=cuda and job.model.dtype == "bfloat16",

@@ -114,6 +114,7 @@ def grpo_args(job: TrainJob, *, use_cpu: bool, eval_batch: int | None = None) ->
         logging_steps=t.logging_steps,
         save_strategy="steps",
         save_steps=t.save_steps if t.save_steps > 0 else 10**9,  # always saved at the end
+        save_total_limit=t.keep_checkpoints,
         use_cpu=use_cpu,
         bf16=not use_cpu,  # mixed precision on a GPU (TRL's default); fp32 on CPU
         fp16=False,
@@ -179,6 +180,55 @@ class TrlGrpoBackend:
         trainer.remove_callback(PrinterCallback)  # metrics go to run.log, progress to run.progress
         return trainer, callback
 
+    def plan(self, job: TrainJob) -> Any:
+        """The launch plan: one process (this one), TRL's steps (``max_steps`` from
+        ``plan_batches``), one GPU's memory, TRL's checkpoints."""
+        from aworld_rl_core.backends import plan as p
+
+        check_job(job)
+        t, rl = job.trainer, job.trainer.rl
+        batches = plan_batches(t, n_rows=len(job.train_rows), rl=True)
+        memory, note = p.sft_memory(
+            job.model.name_or_path,
+            gpus=1,
+            micro_batch=batches.micro_batch,
+            seq_len=rl.max_response_tokens + rl.max_new_tokens,
+            zero3=False,
+            gradient_checkpointing=False,
+        )
+        final = job.run.checkpoint_dir / f"checkpoint-{batches.steps}"
+        return p.LaunchPlan(
+            backend=self.name,
+            processes=[
+                p.Process(
+                    "trainer (in this process)",
+                    ["trl.GRPOTrainer.train()"],
+                    writes=[str(job.run.checkpoint_dir)],
+                )
+            ],
+            steps=p.StepPlan(
+                steps=batches.steps,
+                steps_per_epoch=len(job.train_rows) // t.batch_size,
+                epochs=t.epochs,
+                samples_per_step=batches.samples_per_step,
+                micro_batch=batches.micro_batch,
+                world_size=1,
+                accumulation=batches.accumulation,
+                engine_settings={"max_steps": batches.steps, "num_generations": rl.group_size},
+            ),
+            checkpoints=p.CheckpointPlan(
+                directory=str(job.run.checkpoint_dir),
+                every=t.save_steps or batches.steps,
+                keep=t.keep_checkpoints,
+                final=str(final),
+                model=str(final),
+            ),
+            packages=["aworld-rl-core[trl]", "torch (CUDA build on a GPU machine)"],
+            memory_gib=memory,
+            memory_note=note,
+            notes=["the policy generates with transformers.generate (no rollout engine)"],
+        )
+
     @staticmethod
     def _validation(job: TrainJob, rollout: Any, tokenizer: Any, rewards: list[Any]) -> Any:
         """The in-run validation callback: greedy episodes on the eval rows."""
@@ -196,8 +246,11 @@ class TrlGrpoBackend:
         return glue.ValidationCallback(job.validation, validate, job.run)
 
     def train(self, job: TrainJob) -> RunResult:
+        from aworld_rl_core.backends.plan import planned_result, planning_active
         from aworld_rl_core.runs import RunResult
 
+        if planning_active():
+            return planned_result(self.plan(job), job)
         trainer, callback = self.build_trainer(job)
         t, run = job.trainer, job.run
         resume_from = None

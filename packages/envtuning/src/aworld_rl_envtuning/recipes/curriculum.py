@@ -13,8 +13,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from aworld_rl_core.backends.config import ModelConfig, TrainerConfig, section
-from aworld_rl_core.backends.verl.config import VerlConfig
+from aworld_rl_core.backends.config import ModelConfig, TrainerConfig
+from aworld_rl_core.backends.plan import is_dry_run
 from aworld_rl_core.config import from_dict, option, without_keys
 from aworld_rl_core.runs import Run, RunResult
 from aworld_rl_core.tracking import TrackingConfig
@@ -131,7 +131,7 @@ def _train_stages(cfg: _Common, stages: tuple[StageConfig, ...], run: Run) -> Cu
         start = local_model_path(cfg.model.name_or_path)
         state = CurriculumState(model=warm_start(cfg, start, split, run))
         state.save(run.dir)
-    dry = cfg.trainer.backend == "verl" and section(cfg.trainer, VerlConfig).dry_run
+    dry = is_dry_run(cfg.trainer)
     for index, stage in enumerate(stages):
         if stage.name in state.finished:
             continue
@@ -191,7 +191,7 @@ def run_curriculum(cfg: CurriculumConfig, run: Run) -> RunResult:
     state = _train_stages(cfg, cfg.stages, run)
     metrics, outputs = _stage_results(state, cfg.stages, run)
     outputs.update(model=Path(state.model), state=run.dir / "curriculum_state.json")
-    dry = cfg.trainer.backend == "verl" and section(cfg.trainer, VerlConfig).dry_run
+    dry = is_dry_run(cfg.trainer)
     if cfg.evaluation.points_per_category > 0 and not dry:
         from aworld_rl_envtuning.recipes.heldout import evaluate_points
         from aworld_rl_envtuning.recipes.training import local_model_path
@@ -201,7 +201,7 @@ def run_curriculum(cfg: CurriculumConfig, run: Run) -> RunResult:
         metrics = {**evaluate_points(cfg, state, split, start, run), **metrics}  # first
     if cfg.evaluation.entries_per_category >= 0:
         split = read_split(run.dir / "split.json")
-        if cfg.trainer.backend == "verl" and section(cfg.trainer, VerlConfig).dry_run:
+        if is_dry_run(cfg.trainer):
             print(describe_evaluation(state.model, split, cfg))
             return RunResult(metrics=metrics, outputs=outputs)
         scores, files = evaluate_held_out(

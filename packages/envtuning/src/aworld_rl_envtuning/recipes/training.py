@@ -17,6 +17,7 @@ from typing import TYPE_CHECKING, Any
 
 from aworld_rl_core.atomic import write_atomic
 from aworld_rl_core.backends.config import section
+from aworld_rl_core.backends.plan import is_dry_run, planning_active
 from aworld_rl_core.backends.verl.config import VerlConfig
 from aworld_rl_core.engine import Limits
 from aworld_rl_envtuning.curriculum import StageConfig
@@ -131,10 +132,10 @@ def run_stage(
     )
     sub = Run(folder, name=f"stage {stage.name}", resume=run.resume, quiet=True)
     _write_stage_file(folder, stage, start, steps, len(rows), len(val_rows), in_run)
-    dry = trainer.backend == "verl" and section(trainer, VerlConfig).dry_run
+    dry = is_dry_run(trainer)
     if dry or not run.quiet:
         print(_stage_line(index, count, stage, start, steps, len(rows), len(val_rows), trainer))
-    if dry:
+    if dry and not planning_active():  # verl.dry_run (a plan prints its own estimate)
         print(memory_note(cfg.model.name_or_path, trainer))
     try:
         result = get_trainer(trainer.backend)().train(
@@ -150,8 +151,9 @@ def run_stage(
         )
     finally:
         sub.close()
-    if dry:
-        end = str(folder / "checkpoints" / f"global_step_{steps}" / "actor" / "huggingface")
+    if dry:  # the model the plan ends with (verl: its last step's checkpoint)
+        planned = folder / "checkpoints" / f"global_step_{steps}" / "actor" / "huggingface"
+        end = str(result.outputs.get("model", planned))
         return {"end": end, "folder": str(folder), "steps": steps, "dry_run": True}
     if "model" not in result.outputs:
         raise RuntimeError(f"stage {stage.name}: the backend returned no model ({folder})")

@@ -192,6 +192,10 @@ def warm_start(cfg: Any, start: str, split: Split, run: Run) -> str:
     finally:
         sub.close()
     model = str(result.outputs["model"])
+    from aworld_rl_core.backends.plan import planning_active
+
+    if planning_active():  # a plan: the warm-started model does not exist to measure
+        return model
     trainer = rebuild(
         TrainerConfig,
         cfg.trainer,

@@ -53,6 +53,11 @@ def paper_trainer() -> TrainerConfig:
                 adv_estimator="gae",
                 mini_batch_size=128,
                 max_prompt_length=2048,
+                # pack passes by tokens (two full 8k trajectories per GPU) with fused log-prob
+                # kernels: micro-batches of 32 sequences would hold ~490 GiB of logits per GPU
+                dynamic_batch_size=True,
+                max_tokens_per_gpu=16384,
+                fused_kernels=True,
                 gpu_memory_utilization=0.6,
                 param_offload=True,
                 optimizer_offload=True,

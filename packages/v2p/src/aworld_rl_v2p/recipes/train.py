@@ -230,6 +230,24 @@ def _dry_run(cfg: TrainConfig, run: Run, gpus: int) -> RunResult:
     )
 
 
+def launch_trainer(cfg: TrainConfig, run: Run) -> TrainerConfig:
+    """The trainer the launch trains with: on several GPUs, ``launch.zero3`` and
+    ``launch.gradient_checkpointing`` go into hf-sft's job (``trainer.sft.deepspeed`` = the
+    ``zero3.json`` written into the run directory), so what trains is what the dry run's
+    estimate describes. One process (CPU, one GPU) keeps the trainer as configured."""
+    t = cfg.trainer
+    if cfg.launch.nodes * cfg.launch.gpus_per_node == 1:
+        return t
+    sft = t.sft
+    if cfg.launch.zero3 and not sft.deepspeed:
+        path = run.dir / "zero3.json"
+        path.write_text(json.dumps(zero3_config(cfg), indent=2), encoding="utf-8")
+        sft = dataclasses.replace(sft, deepspeed=str(path))
+    if cfg.launch.gradient_checkpointing:
+        sft = dataclasses.replace(sft, gradient_checkpointing=True)
+    return dataclasses.replace(t, sft=sft)
+
+
 def training_job(cfg: TrainConfig, run: Run):
     """core's hf-sft job: V2P records, this package's model factory and stage setup, and
     ``v2p.pointer`` with the ``loss`` section as its options."""
@@ -237,7 +255,6 @@ def training_job(cfg: TrainConfig, run: Run):
     from aworld_rl_core.refs import Ref
     from aworld_rl_v2p.training import to_record
 
-    t = cfg.trainer
     samples, skipped = training_samples(cfg.data)
     rows = [to_record(s) for s in samples]
     if skipped:
@@ -249,6 +266,7 @@ def training_job(cfg: TrainConfig, run: Run):
         )
     loss = stage_loss(cfg)
     pixels = {"max_pixels": cfg.data.max_pixels, "min_pixels": cfg.data.min_pixels}
+    t = launch_trainer(cfg, run)
     return TrainJob(
         model=cfg.model,
         trainer=dataclasses.replace(t, loss_options=dataclasses.asdict(loss)),

@@ -51,9 +51,78 @@ class LlamaFactoryBackend:
 
     name = "llamafactory"
 
+    def plan(self, job: TrainJob) -> Any:
+        """The launch plan: the worker (through torchrun for several GPUs) with the arguments
+        it passes to ``run_exp`` (written, with the data, under ``<run>/llamafactory/``)."""
+        from aworld_rl_core.backends import plan as p
+
+        _check_job(job)
+        lf = section(job.trainer, LlamaFactoryConfig)
+        work = job.run.dir.resolve() / "llamafactory"
+        inputs = _write_inputs(job, work)
+        args = yaml.safe_load(inputs.args_file.read_text(encoding="utf-8"))
+        gpus = lf.nproc_per_node
+        n = inputs.counts["train_samples"]
+        stage = p.deepspeed_stage(lf.deepspeed)
+        memory, note = p.sft_memory(
+            job.model.name_or_path,
+            gpus=gpus,
+            micro_batch=args["per_device_train_batch_size"],
+            seq_len=job.trainer.sft.max_length,
+            zero3=stage == 3,
+            gradient_checkpointing=not args.get("disable_gradient_checkpointing", False),
+        )
+        packages = ["llamafactory==0.9.5 (its own environment)"]
+        if lf.deepspeed:
+            packages.append("deepspeed>=0.10.0,<=0.18.4 (LLaMA-Factory's bounds)")
+        steps = int(args["max_steps"])
+        final = job.run.checkpoint_dir / f"checkpoint-{steps}"
+        return p.LaunchPlan(
+            backend=self.name,
+            processes=[
+                p.Process(
+                    "LLaMA-Factory worker",
+                    command(lf.python or "python", gpus, inputs.spec),
+                    writes=[
+                        str(inputs.data_dir),
+                        str(inputs.args_file),
+                        str(job.run.checkpoint_dir),
+                    ],
+                )
+            ],
+            steps=p.StepPlan(
+                steps=steps,
+                steps_per_epoch=n // job.trainer.batch_size,
+                epochs=job.trainer.epochs,
+                samples_per_step=job.trainer.batch_size,
+                micro_batch=args["per_device_train_batch_size"],
+                world_size=gpus,
+                accumulation=args["gradient_accumulation_steps"],
+                engine_settings={
+                    k: args[k]
+                    for k in ("max_steps", "dataloader_drop_last", "deepspeed", "save_total_limit")
+                    if k in args
+                },
+            ),
+            checkpoints=p.CheckpointPlan(
+                directory=str(job.run.checkpoint_dir),
+                every=job.trainer.save_steps or steps,
+                keep=job.trainer.keep_checkpoints,
+                final=str(final),
+                model=str(job.run.checkpoint_dir),
+            ),
+            packages=packages,
+            memory_gib=memory,
+            memory_note=note,
+            notes=[f"{n} training samples (per assistant turn: {job.trainer.sft.per_turn})"],
+        )
+
     def train(self, job: TrainJob) -> RunResult:
+        from aworld_rl_core.backends.plan import planned_result, planning_active
         from aworld_rl_core.runs import RunResult
 
+        if planning_active():
+            return planned_result(self.plan(job), job)
         _check_job(job)
         lf = section(job.trainer, LlamaFactoryConfig)
         python = _python(lf.python)

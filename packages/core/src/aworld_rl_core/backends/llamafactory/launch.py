@@ -151,6 +151,7 @@ def build_train_args(
         "save_strategy": "steps",
         # 0 = only at the end (the Trainer always saves the last step with the steps strategy)
         "save_steps": trainer.save_steps if trainer.save_steps > 0 else 2**31 - 1,
+        "save_total_limit": trainer.keep_checkpoints,
         "report_to": "none",
         "plot_loss": False,
         "dataloader_num_workers": 0,

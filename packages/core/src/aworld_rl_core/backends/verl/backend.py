@@ -78,14 +78,173 @@ def find_checkpoints(checkpoint_dir: Path) -> list[Path]:
     return checkpoints(checkpoint_dir, prefix="global_step_")
 
 
+ROLLOUT_ENGINES = {
+    # what verl 0.9.1 accepts (verl/third_party/vllm, sglang_rollout) and the pin of its extra
+    "vllm": ((0, 18, 0), (0, 25, 0), "vllm==0.24.0 (verl[vllm]==0.9.1)"),
+    "sglang": ((0, 5, 5), None, "sglang==0.5.12 (verl[sglang]==0.9.1)"),
+}
+
+
+def _version_tuple(text: str) -> tuple[int, ...]:
+    parts = []
+    for piece in text.split("+")[0].split(".")[:3]:
+        digits = "".join(ch for ch in piece if ch.isdigit())
+        parts.append(int(digits) if digits else 0)
+    return tuple(parts)
+
+
+def check_rollout_engine(engine: str) -> str:
+    """The installed version of ``engine``; a clear error when it is missing or a version
+    verl 0.9.1 does not support (checked before Ray starts, without importing the engine)."""
+    low, high, pin = ROLLOUT_ENGINES[engine]
+    try:
+        found = importlib.metadata.version(engine)
+    except importlib.metadata.PackageNotFoundError:
+        found = None
+    if found is None:
+        raise AworldError(
+            f"trainer.verl.rollout_engine={engine} but {engine} is not installed: pip install "
+            f"'{pin.split(' ')[0]}' (or 'verl[{engine}]==0.9.1'); set "
+            "trainer.verl.check_rollout_engine=false to skip this check"
+        )
+    version = _version_tuple(found)
+    if version < low or (high is not None and version >= high):
+        bounds = ".".join(map(str, low)) + (
+            f" to below {'.'.join(map(str, high))}" if high else " or later"
+        )
+        raise AworldError(
+            f"{engine} {found} is installed, but verl 0.9.1 supports {engine} {bounds}: "
+            f"install {pin}"
+        )
+    return found
+
+
+def memory_estimate(model: str, trainer: Any, gpu_gib: float = 80.0) -> Any:
+    """core's per-GPU estimate of a verl launch (``memory.rl_memory_per_gpu``); raises
+    ConfigError for a model of unknown shape."""
+    from aworld_rl_core.backends.memory import model_shape, rl_memory_per_gpu
+
+    verl = section(trainer, VerlConfig)
+    shape = model_shape(model)
+    return rl_memory_per_gpu(
+        shape,
+        gpus=verl.nnodes * verl.gpus_per_node,
+        gpu_gib=gpu_gib,
+        tokens_per_gpu=tokens_per_gpu(trainer),
+        rollout_fraction=verl.gpu_memory_utilization,
+        tensor_parallel=verl.tensor_parallel,
+        fused_kernels=verl.fused_kernels,
+        param_offload=verl.param_offload,
+        optimizer_offload=verl.optimizer_offload,
+    )
+
+
+def tokens_per_gpu(trainer: Any) -> int:
+    """Tokens in one actor forward pass per GPU: the dynamic batch's budget, else a
+    micro-batch of full-length sequences."""
+    verl = section(trainer, VerlConfig)
+    if verl.dynamic_batch_size:
+        return int(verl.max_tokens_per_gpu)
+    return trainer.micro_batch_size * (verl.max_prompt_length + trainer.rl.max_response_tokens)
+
+
 class VerlBackend:
     """Train through verl (``trainer.backend=verl``)."""
 
     name = "verl"
 
-    def train(self, job: TrainJob) -> RunResult:
-        from aworld_rl_core.runs import RunResult
+    def plan(self, job: TrainJob) -> Any:
+        """The launch plan: ``main_ppo`` (or ``ray job submit``) with its overrides, the
+        parquet files, verl's own step count, core's RL memory estimate, the packages the GPU
+        machines need (verl, the rollout engine, flash-attn) and verl's checkpoints."""
+        from aworld_rl_core.backends import plan as p
+        from aworld_rl_core.backends.batching import engine_steps, plan_batches
 
+        self._check_job(job)
+        run, verl, t = job.run, section(job.trainer, VerlConfig), job.trainer
+        launch = plan_launch(job, run.dir, run.checkpoint_dir, resume=run.resume)
+        self._save_launch(launch, run.dir)
+        values = dict(o.lstrip("+").split("=", 1) for o in launch.overrides)
+        n_rows = len(job.train_rows)
+        epochs = int(values["trainer.total_epochs"])
+        total = int(values["trainer.total_training_steps"])
+        steps = engine_steps(n_rows, t.batch_size, total_epochs=epochs, total_training_steps=total)
+        batches = plan_batches(t, n_rows=n_rows, rl=True, strict=False)
+        world = verl.nnodes * verl.gpus_per_node
+        notes = []
+        if steps == 0:
+            notes.append(
+                f"{n_rows} prompts make no full batch of {t.batch_size}: verl would run no step"
+            )
+        notes.append(
+            "verl drops prompts longer than trainer.verl.max_prompt_length before it counts "
+            "batches (data.filter_overlong_prompts): the count assumes none is dropped"
+        )
+        memory, note = None, ""
+        if job.model.name_or_path.startswith("tiny:"):
+            note = "memory: a tiny CPU test model (no estimate)"
+        else:
+            try:
+                est = memory_estimate(job.model.name_or_path, t)
+                memory = {
+                    "training": est.peak("training"),
+                    "rollout": est.peak("rollout"),
+                    "total": max(est.peak("training"), est.peak("rollout")),
+                }
+                note = f"memory ({tokens_per_gpu(t)} tokens per GPU per pass):\n{est.table()}"
+            except ConfigError as exc:
+                note = f"memory: {exc}"
+        engine_pin = ROLLOUT_ENGINES[verl.rollout_engine][2].split(" ")[0]
+        final = run.checkpoint_dir / f"global_step_{steps}"
+        model = final / (HF_MODEL if verl.save_hf_model else "actor")
+        settings: dict[str, Any] = {
+            k: values[k]
+            for k in (
+                "data.train_batch_size",
+                "trainer.total_epochs",
+                "trainer.total_training_steps",
+                "actor_rollout_ref.actor.ppo_mini_batch_size",
+                "actor_rollout_ref.actor.use_dynamic_bsz",
+                "actor_rollout_ref.actor.ppo_max_token_len_per_gpu",
+                "trainer.v1.trainer_mode",
+            )
+            if k in values
+        }
+        return p.LaunchPlan(
+            backend=self.name,
+            processes=[
+                p.Process(
+                    "verl main_ppo (Ray driver; Ray starts the workers)",
+                    launch.command,
+                    env=launch.env,
+                    writes=[str(launch.data_dir), str(run.checkpoint_dir)],
+                )
+            ],
+            steps=p.StepPlan(
+                steps=steps,
+                steps_per_epoch=n_rows // t.batch_size,
+                epochs=epochs,
+                samples_per_step=batches.samples_per_step,
+                micro_batch=t.micro_batch_size,
+                world_size=world,
+                accumulation=max(1, batches.samples_per_step // (t.micro_batch_size * world)),
+                engine_settings=settings,
+            ),
+            checkpoints=p.CheckpointPlan(
+                directory=str(run.checkpoint_dir),
+                every=int(values["trainer.save_freq"]),
+                keep=t.keep_checkpoints,
+                final=str(final),
+                model=str(model),
+            ),
+            packages=["verl[verl-core]==0.9.1", engine_pin, "flash-attn (verl[fsdp]: 2.8.3)"],
+            memory_gib=memory,
+            memory_note=note,
+            notes=notes,
+        )
+
+    @staticmethod
+    def _check_job(job: TrainJob) -> None:
         if job.loss is not None or job.trainer.loss:
             raise ConfigError(
                 "the verl backend does not take a token loss (TrainJob.loss / trainer.loss): "
@@ -93,6 +252,14 @@ class VerlBackend:
                 "aworld_rl_core.backends.verl.extensions.register_policy_loss "
                 "and select it with trainer.verl.policy_loss=<name>"
             )
+
+    def train(self, job: TrainJob) -> RunResult:
+        from aworld_rl_core.backends.plan import planned_result, planning_active
+        from aworld_rl_core.runs import RunResult
+
+        if planning_active():
+            return planned_result(self.plan(job), job)
+        self._check_job(job)
         run, verl = job.run, section(job.trainer, VerlConfig)
         launch = plan_launch(job, run.dir, run.checkpoint_dir, resume=run.resume)
         launch_file = self._save_launch(launch, run.dir)
@@ -186,6 +353,8 @@ class VerlBackend:
                 "rollout engine (verl[vllm] or verl[sglang]) on the GPU machines; "
                 "or set trainer.verl.dry_run=true to only print the launch"
             )
+        if verl.check_rollout_engine:  # before Ray starts: its workers would fail late
+            check_rollout_engine(verl.rollout_engine)
         if not cuda_available():
             raise AworldError(
                 "trainer.backend=verl runs on CUDA GPUs and this machine has none: set "

@@ -139,6 +139,45 @@ class VerlConfig:
         help="checkpoints also hold the model in HF format (actor/huggingface), the directory "
         "a later run or an evaluation loads",
     )
+    rollout_is: Literal["token", "sequence"] | None = option(
+        None,
+        help="rollout correction (algorithm.rollout_correction.rollout_is): truncated importance "
+        "weights between the rollout engine's and the trainer's log-probs, per token or per "
+        "sequence; null = off (the papers' setting)",
+    )
+    rollout_is_threshold: float = option(
+        2.0, help="rollout correction: upper truncation of the importance weights", gt=0
+    )
+    rollout_rs: str | None = option(
+        None,
+        help="rollout correction: rejection sampling mode (verl's rollout_rs, e.g. token_k1, "
+        "seq_mean_k1); null = off",
+    )
+    rollout_rs_threshold: float | None = option(
+        None, help="rollout correction: the rejection threshold (verl's rollout_rs_threshold)"
+    )
+    rollout_bypass_mode: bool = option(
+        False,
+        help="rollout correction: use the rollout engine's log-probs as the old policy (skips "
+        "the trainer's recomputation)",
+    )
+    trainer_mode: Literal["sync", "colocate_async", "separate_async"] = option(
+        "sync",
+        help="verl's V1 trainer mode (trainer.v1.trainer_mode): sync (on-policy, the papers'), "
+        "colocate_async or separate_async (rollout and training overlap; off-policy by up to "
+        "parameter_sync_step updates)",
+    )
+    parameter_sync_step: int = option(
+        4,
+        help="separate_async: policy updates between weight syncs to the rollout engine "
+        "(must divide trainer.batch_size)",
+        ge=1,
+    )
+    check_rollout_engine: bool = option(
+        True,
+        help="before a local launch, check that the rollout engine is installed at a version "
+        "verl 0.9.1 supports (vLLM 0.18-0.24, SGLang >= 0.5.5)",
+    )
     test_freq: int = option(-1, help="validate every N steps (-1: never; needs eval rows)")
     val_before_train: bool = option(False, help="validate before training")
     loggers: tuple[str, ...] = option(

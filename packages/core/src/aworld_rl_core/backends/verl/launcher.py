@@ -24,8 +24,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from aworld_rl_core.backends.batching import plan_batches
+from aworld_rl_core.backends.batching import engine_limits, plan_batches
 from aworld_rl_core.backends.config import section
+from aworld_rl_core.backends.plan import is_dry_run
 from aworld_rl_core.backends.verl.config import VerlConfig
 from aworld_rl_core.backends.verl.specs import EpisodeSpec, reward_refs
 from aworld_rl_core.errors import ConfigError
@@ -174,7 +175,8 @@ def build_overrides(
             f"{trainer.batch_size}"
         )
     # steps and samples per step as every backend counts them (verl checks its own GPU split)
-    steps = plan_batches(trainer, n_rows=n_rows, rl=True, strict=not verl.dry_run).steps
+    steps = plan_batches(trainer, n_rows=n_rows, rl=True, strict=not is_dry_run(trainer)).steps
+    epochs, steps = verl_limits(trainer, steps, n_rows)
     save_freq = trainer.save_steps if trainer.save_steps > 0 else steps
     if verl.dynamic_batch_size and verl.max_tokens_per_gpu < (
         verl.max_prompt_length + rl.max_response_tokens
@@ -239,12 +241,15 @@ def build_overrides(
         "reward.custom_reward_function.name": "compute_score",
         "trainer.nnodes": verl.nnodes,
         "trainer.n_gpus_per_node": verl.gpus_per_node,
-        "trainer.total_epochs": max(1, math.ceil(trainer.epochs)),
+        "trainer.total_epochs": epochs,
         "trainer.total_training_steps": steps,
         "trainer.save_freq": save_freq,
         "trainer.test_freq": verl.test_freq,
         "trainer.val_before_train": verl.val_before_train,
         "trainer.default_local_dir": paths.checkpoint_dir,
+        "trainer.max_actor_ckpt_to_keep": trainer.keep_checkpoints,
+        "trainer.max_critic_ckpt_to_keep": trainer.keep_checkpoints,
+        "trainer.v1.trainer_mode": verl.trainer_mode,
         "trainer.resume_mode": "auto" if (resume or trainer.resume) else "disable",
         "trainer.project_name": verl.project_name,
         "trainer.experiment_name": verl.experiment_name or paths.experiment_name,
@@ -260,6 +265,7 @@ def build_overrides(
     if verl.adv_estimator == "gae":
         o.update(critic_overrides(trainer, mini, model.name_or_path))
     o.update(_memory_overrides(verl))
+    o.update(scale_overrides(verl, trainer.batch_size))
     if validation is not None:
         o.update(_validation_overrides(validation, verl, trainer.save_steps))
     loggers = list(dict.fromkeys(verl.loggers))
@@ -268,6 +274,38 @@ def build_overrides(
         o["+ray_kwargs.ray_init.runtime_env.env_vars.VERL_FILE_LOGGER_PATH"] = paths.metrics_file
     o["trainer.logger"] = list(dict.fromkeys(loggers))
     return merge_overrides([f"{k}={hydra_value(v)}" for k, v in o.items()], verl.extra_overrides)
+
+
+def scale_overrides(verl: Any, batch_size: int) -> dict[str, Any]:
+    """Rollout correction and the async trainer modes (verl 0.9.1's keys)."""
+    rc = "algorithm.rollout_correction"
+    o: dict[str, Any] = {}
+    if verl.rollout_is is not None:
+        o[f"{rc}.rollout_is"] = verl.rollout_is
+        o[f"{rc}.rollout_is_threshold"] = verl.rollout_is_threshold
+    if verl.rollout_rs is not None:
+        o[f"{rc}.rollout_rs"] = verl.rollout_rs
+        o[f"{rc}.rollout_rs_threshold"] = verl.rollout_rs_threshold
+    if verl.rollout_bypass_mode:
+        o[f"{rc}.bypass_mode"] = True
+    if verl.trainer_mode == "separate_async":
+        if batch_size % verl.parameter_sync_step:
+            raise ConfigError(
+                f"trainer.verl.parameter_sync_step={verl.parameter_sync_step} must divide "
+                f"trainer.batch_size={batch_size} (verl splits each batch into that many updates)"
+            )
+        o["trainer.v1.separate_async.parameter_sync_step"] = verl.parameter_sync_step
+    return o
+
+
+def verl_limits(trainer: TrainerConfig, steps: int, n_rows: int) -> tuple[int, int]:
+    """``trainer.total_epochs`` and ``trainer.total_training_steps`` under which verl runs the
+    planned ``steps`` (``batching.engine_limits``); rows that make no full batch (a dry run
+    only) keep the configured epochs."""
+    if n_rows // trainer.batch_size < 1:
+        return max(1, math.ceil(trainer.epochs)), steps
+    limits = engine_limits(steps, n_rows, trainer.batch_size)
+    return limits.total_epochs, limits.total_training_steps
 
 
 def _memory_overrides(verl: Any) -> dict[str, Any]:
@@ -285,6 +323,13 @@ def _memory_overrides(verl: Any) -> dict[str, Any]:
             o[f"{ar}.{key}"] = verl.max_tokens_per_gpu
         o[f"{ar}.rollout.log_prob_max_token_len_per_gpu"] = verl.max_tokens_per_gpu
     if verl.max_num_batched_tokens is not None:
+        if verl.rollout_engine != "vllm":
+            raise ConfigError(
+                f"trainer.verl.max_num_batched_tokens={verl.max_num_batched_tokens} is a vLLM "
+                f"setting that verl's {verl.rollout_engine} server ignores: set it to null (or "
+                "pass the engine's own option through trainer.verl.extra_overrides, e.g. "
+                "+actor_rollout_ref.rollout.engine_kwargs.sglang.chunked_prefill_size=N)"
+            )
         o[f"{ar}.rollout.max_num_batched_tokens"] = verl.max_num_batched_tokens
     if verl.max_model_len is not None:
         o[f"{ar}.rollout.max_model_len"] = verl.max_model_len
