@@ -265,6 +265,8 @@ def _cli(*args, env):
         stderr=subprocess.PIPE,
         text=True,
         env=env,
+        # a run started in the background (CI) inherits SIGINT ignored; Ctrl-C is tested here
+        preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL),
     )
 
 
