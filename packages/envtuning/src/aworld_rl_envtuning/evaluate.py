@@ -16,7 +16,6 @@ row (``result`` per turn and reply, token counts, latencies) that
 from __future__ import annotations
 
 import asyncio
-import time
 from collections import defaultdict
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
@@ -25,6 +24,7 @@ from typing import TYPE_CHECKING, Any, Literal
 
 from aworld_rl_core.engine import play
 from aworld_rl_core.llm.errors import LLMError
+from aworld_rl_core.llm.wrappers import MeteredClient, ScriptClient
 
 if TYPE_CHECKING:
     from aworld_rl_core.tooluse.bfcl import BfclEntry
@@ -63,7 +63,7 @@ class GroundTruthAgent:
         self.protocol = protocol
         self.call_per_step = call_per_step
 
-    def for_entry(self, entry: BfclEntry) -> _Script:
+    def for_entry(self, entry: BfclEntry) -> ScriptClient:
         if self.protocol == "bfcl":
             from aworld_rl_core.tooluse.bfcl import ground_truth_replies
 
@@ -74,35 +74,7 @@ class GroundTruthAgent:
             turns = ground_truth_responses(
                 entry, think_tag=self.think_tag, call_per_step=self.call_per_step
             )
-        return _Script([text for turn in turns for text in turn])
-
-
-class _Script:
-    def __init__(self, texts: list[str]) -> None:
-        self.texts = iter(texts)
-
-    async def chat(self, messages: Any, **_: Any) -> Any:
-        from aworld_rl_core.llm import Completion
-
-        return Completion(text=next(self.texts, ""), model="ground-truth")
-
-
-class _Metered:
-    """A client that records (input tokens, output tokens, seconds) of each reply."""
-
-    def __init__(self, client: Any) -> None:
-        self.client = client
-        self.usage: list[tuple[int, int, float]] = []
-
-    async def chat(self, messages: Any, **sampling: Any) -> Any:
-        start = time.perf_counter()
-        completion = await self.client.chat(messages, **sampling)
-        usage = getattr(completion, "usage", None) or {}
-        seconds = time.perf_counter() - start
-        self.usage.append(
-            (int(usage.get("prompt_tokens", 0)), int(usage.get("completion_tokens", 0)), seconds)
-        )
-        return completion
+        return ScriptClient([text for turn in turns for text in turn])
 
 
 def make_env(entry: BfclEntry, protocol: Protocol, options: Mapping[str, Any]) -> Any:
@@ -145,7 +117,7 @@ async def evaluate_async(
     gate = asyncio.Semaphore(max(1, concurrency))
 
     async def one(entry: BfclEntry) -> EpisodeOutcome:
-        agent = _Metered(client.for_entry(entry) if hasattr(client, "for_entry") else client)
+        agent = MeteredClient(client.for_entry(entry) if hasattr(client, "for_entry") else client)
         env = make_env(entry, protocol, options)
         try:
             async with gate:

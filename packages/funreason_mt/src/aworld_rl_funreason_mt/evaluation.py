@@ -18,10 +18,11 @@ from __future__ import annotations
 
 import asyncio
 import hashlib
-import time
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal
+
+from aworld_rl_core.llm.wrappers import MeteredClient, ScriptClient
 
 Protocol = Literal["bfcl", "funreason_mt"]
 PROTOCOLS: dict[str, str] = {
@@ -63,27 +64,6 @@ class Outcome:
     usage: list[tuple[int, int, float]] = field(repr=False, default_factory=list)
 
 
-class _Metered:
-    """A client that records (input tokens, output tokens, seconds) of each reply."""
-
-    def __init__(self, client: Any) -> None:
-        self.client = client
-        self.usage: list[tuple[int, int, float]] = []
-
-    async def chat(self, messages: Any, **sampling: Any) -> Any:
-        start = time.perf_counter()
-        completion = await self.client.chat(messages, **sampling)
-        usage = getattr(completion, "usage", None) or {}
-        self.usage.append(
-            (
-                int(usage.get("prompt_tokens", 0)),
-                int(usage.get("completion_tokens", 0)),
-                time.perf_counter() - start,
-            )
-        )
-        return completion
-
-
 class GroundTruthAgent:
     """Writes each entry's ground truth in the protocol (a pipeline check: every entry scores
     100%); ``for_entry`` gives the per-episode script."""
@@ -91,7 +71,7 @@ class GroundTruthAgent:
     def __init__(self, protocol: Protocol = "bfcl") -> None:
         self.protocol = protocol
 
-    def for_entry(self, entry: Any) -> _Script:
+    def for_entry(self, entry: Any) -> ScriptClient:
         from aworld_rl_core.tooluse.bfcl import ground_truth_replies
 
         turns = ground_truth_replies(entry)
@@ -105,17 +85,7 @@ class GroundTruthAgent:
                 ]
                 for turn in turns
             ]
-        return _Script([text for turn in turns for text in turn])
-
-
-class _Script:
-    def __init__(self, texts: list[str]) -> None:
-        self.texts = iter(texts)
-
-    async def chat(self, messages: Any, **_: Any) -> Any:
-        from aworld_rl_core.llm import Completion
-
-        return Completion(text=next(self.texts, ""), model="ground-truth")
+        return ScriptClient([text for turn in turns for text in turn])
 
 
 def make_env(entry: Any, protocol: Protocol, *, max_steps_per_turn: int = 20) -> Any:
@@ -162,7 +132,7 @@ async def evaluate_async(
     gate = asyncio.Semaphore(max(1, concurrency))
 
     async def one(entry: Any) -> Outcome:
-        agent = _Metered(client.for_entry(entry) if hasattr(client, "for_entry") else client)
+        agent = MeteredClient(client.for_entry(entry) if hasattr(client, "for_entry") else client)
         env = make_env(entry, protocol, max_steps_per_turn=max_steps_per_turn)
         try:
             async with gate:
