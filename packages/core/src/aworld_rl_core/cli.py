@@ -8,6 +8,7 @@ quietly when ``head`` closes the pipe.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import os
 import shlex
 import signal
@@ -207,28 +208,13 @@ def _execute(name: str, entry: Any, cfg: Any, args: argparse.Namespace, output_d
 
     keep_freed_memory()
     try:
-        if args.dry_run:
-            from aworld_rl_core.backends.plan import PLAN_FILE, planning, write_plans
+        from aworld_rl_core.backends.plan import PLAN_FILE, planning, write_plans
 
-            with planning() as plans:
-                result, run = execute(
-                    name,
-                    entry.run_fn(),
-                    cfg,
-                    output_dir=output_dir,
-                    resume=args.resume,
-                    overwrite=args.overwrite,
-                    quiet=args.quiet,
-                    command=[*_command(name, args, output_dir), "--dry-run"],
-                )
-            if not plans:
-                raise AworldError(
-                    f"--dry-run: recipe '{name}' launched no training backend, so there is no "
-                    "launch plan (it trains nothing, or plans through its own dry-run option)"
-                )
-            result.outputs["plan"] = write_plans(plans, run.dir / PLAN_FILE)
-            print(f"\n{len(plans)} launch plan(s) written to {result.outputs['plan']}")
-        else:
+        command = _command(name, args, output_dir) + (["--dry-run"] if args.dry_run else [])
+        collecting: contextlib.AbstractContextManager[list[Any]] = (
+            planning() if args.dry_run else contextlib.nullcontext([])
+        )
+        with collecting as plans:
             result, run = execute(
                 name,
                 entry.run_fn(),
@@ -237,8 +223,16 @@ def _execute(name: str, entry: Any, cfg: Any, args: argparse.Namespace, output_d
                 resume=args.resume,
                 overwrite=args.overwrite,
                 quiet=args.quiet,
-                command=_command(name, args, output_dir),
+                command=command,
             )
+        if args.dry_run:
+            if not plans:
+                raise AworldError(
+                    f"--dry-run: recipe '{name}' launched no training backend, so there is no "
+                    "launch plan (it trains nothing, or plans through its own dry-run option)"
+                )
+            result.outputs["plan"] = write_plans(plans, run.dir / PLAN_FILE)
+            print(f"\n{len(plans)} launch plan(s) written to {result.outputs['plan']}")
     except KeyboardInterrupt as exc:
         signum = getattr(exc, "signum", signal.SIGINT)
         print(
