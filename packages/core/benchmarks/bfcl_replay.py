@@ -162,7 +162,7 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
     )
 
     from aworld_rl_core.tooluse.bfcl.ast_checker import ast_check
-    from aworld_rl_core.tooluse.bfcl.judges import decode_single_turn
+    from aworld_rl_core.tooluse.bfcl.framing import decode_single_turn
 
     ours_decoded = [[{c.name: c.arguments} for c in decode_single_turn(t)] for t in texts]
     bfcl_decoded = [ref._decode(t) for t in texts]

@@ -23,9 +23,9 @@ from aworld_rl_core.benchmarking import compare_rollouts, measure
 def _play(model, tokenizer, episodes: int, turns: int, new_tokens: int, batch_size, seed: int):
     import torch
 
-    from aworld_rl_core.backends.hf_generate import HfGenerator, generate_turns
     from aworld_rl_core.engine import ChatCodec, Limits, Rollout, run_batched
     from aworld_rl_core.envs.toy import LowercaseEnv, toy_tasks
+    from aworld_rl_core.models.generate import HfGenerator, generate_turns
 
     codec = ChatCodec(tokenizer)
     generate = HfGenerator(model, pad_id=tokenizer.pad_token_id, stop_ids=[codec.eos_id])
@@ -56,8 +56,8 @@ def main() -> None:
     parser.add_argument("--json", type=Path, help="also write the figures to this file")
     args = parser.parse_args()
 
-    from aworld_rl_core.backends.config import ModelConfig
     from aworld_rl_core.models import load_model_and_tokenizer
+    from aworld_rl_core.models.config import ModelConfig
 
     model, tokenizer = load_model_and_tokenizer(ModelConfig(name_or_path=args.model))
     shape = (args.episodes, args.turns, args.max_new_tokens)

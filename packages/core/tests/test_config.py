@@ -6,7 +6,6 @@ import pytest
 import yaml
 from demo_plugin import CountConfig, Optim
 
-from aworld_rl_core.backends.config import RLConfig, TrainerConfig
 from aworld_rl_core.config import (
     apply_overrides,
     describe,
@@ -17,6 +16,7 @@ from aworld_rl_core.config import (
     to_yaml,
 )
 from aworld_rl_core.errors import ConfigError
+from aworld_rl_core.trainer_config import RLConfig, TrainerConfig
 
 PRESETS = str(Path(__file__).parent / "support" / "demo_presets")
 

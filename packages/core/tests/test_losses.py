@@ -8,10 +8,11 @@ import pytest
 
 from aworld_rl_core import hookimpl, registry
 from aworld_rl_core.backends.base import TrainJob
-from aworld_rl_core.backends.config import ModelConfig, TrainerConfig
 from aworld_rl_core.errors import ConfigError, PluginError
 from aworld_rl_core.losses import Loss, job_loss, model_loss, resolve_loss, token_loss
+from aworld_rl_core.models.config import ModelConfig
 from aworld_rl_core.refs import Ref
+from aworld_rl_core.trainer_config import TrainerConfig
 
 
 def weighted(logits, labels, segments, *, weight=1.0):

@@ -8,20 +8,17 @@ from pathlib import Path
 
 import pytest
 
+from aworld_rl_core.backends.verl.rows import to_verl_row, verl_ground_truth, write_verl_parquet
 from aworld_rl_core.records import (
     RecordError,
     ToolUseRecord,
-    bfcl_function_to_tool,
-    from_bfcl,
     read_jsonl,
     to_sharegpt,
     to_trl_rows,
-    to_verl_row,
-    verl_ground_truth,
     write_jsonl,
     write_sharegpt,
-    write_verl_parquet,
 )
+from aworld_rl_core.tooluse.bfcl.records import bfcl_function_to_tool, from_bfcl
 
 ADD = {
     "name": "add",

@@ -15,11 +15,11 @@ from pathlib import Path
 import pytest
 
 from aworld_rl_core import cli
-from aworld_rl_core.backends.config import TrainerConfig
 from aworld_rl_core.config import option, to_yaml
 from aworld_rl_core.errors import AworldError
 from aworld_rl_core.llm.config import LLMConfig
 from aworld_rl_core.runs import RESUME_MAY_CHANGE, resume_config
+from aworld_rl_core.trainer_config import TrainerConfig
 
 SUPPORT = Path(__file__).parent / "support"
 

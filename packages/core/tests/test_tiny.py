@@ -12,7 +12,6 @@ import pytest
 torch = pytest.importorskip("torch")
 pytest.importorskip("transformers")
 
-from aworld_rl_core.backends.config import ModelConfig  # noqa: E402
 from aworld_rl_core.models import (  # noqa: E402
     load_model_and_tokenizer,
     load_tokenizer,
@@ -21,6 +20,7 @@ from aworld_rl_core.models import (  # noqa: E402
     tiny_tokenizer,
     tiny_vl_model,
 )
+from aworld_rl_core.models.config import ModelConfig  # noqa: E402
 
 CONVERSATION = [
     {"role": "system", "content": "Be brief."},

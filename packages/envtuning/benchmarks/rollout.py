@@ -22,8 +22,8 @@ from aworld_rl_core.benchmarking import Measured, compare_rollouts, measure
 def play(model: Any, tokenizer: Any, entry_ids: list[str], args: Any, batch_size: Any) -> Measured:
     import torch
 
-    from aworld_rl_core.backends.hf_generate import HfGenerator, generate_turns
     from aworld_rl_core.engine import ChatCodec, Limits, Rollout, run_batched
+    from aworld_rl_core.models.generate import HfGenerator, generate_turns
     from aworld_rl_envtuning.env import EnvTuningEnv, get_entry
 
     codec = ChatCodec(tokenizer)
@@ -67,8 +67,8 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
     parser.add_argument("--json", type=Path)
     args = parser.parse_args(argv)
 
-    from aworld_rl_core.backends.config import ModelConfig
     from aworld_rl_core.models import load_model_and_tokenizer
+    from aworld_rl_core.models.config import ModelConfig
     from aworld_rl_envtuning.data import SplitConfig, bfcl_split
 
     ids = bfcl_split(SplitConfig()).of("train")[:: max(1, 400 // args.episodes)][: args.episodes]

@@ -6,12 +6,12 @@ import pytest
 import yaml
 
 from aworld_rl_core import registry
-from aworld_rl_core.backends.config import section
 from aworld_rl_core.backends.verl.config import VerlConfig
 from aworld_rl_core.config import load_config, to_yaml
 from aworld_rl_core.llm.scripted_server import ScriptedLLMServer
 from aworld_rl_core.runs import execute
 from aworld_rl_core.testing.contracts import PluginContract, RecipeContract
+from aworld_rl_core.trainer_config import section
 from aworld_rl_envtuning.curriculum import paper_stages
 
 

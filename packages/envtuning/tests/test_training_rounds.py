@@ -192,8 +192,8 @@ def test_warm_start_steps_teach_the_tiny_model_a_reply_that_parses(aworld_home, 
     entry does not parse; after 100 warm-start steps on that entry's ground-truth episode it
     writes the ground-truth calls (CPU, fixed seed: deterministic)."""
     from aworld_rl_core.backends.base import TrainJob
-    from aworld_rl_core.backends.config import ModelConfig
     from aworld_rl_core.models import load_model_and_tokenizer
+    from aworld_rl_core.models.config import ModelConfig
     from aworld_rl_core.registry import get_trainer
     from aworld_rl_core.runs import Run
     from aworld_rl_core.tooluse import get_parser

@@ -7,11 +7,11 @@ import json
 
 import pytest
 
-from aworld_rl_core.backends.config import section
 from aworld_rl_core.backends.llamafactory.config import LlamaFactoryConfig
 from aworld_rl_core.config import load_config
 from aworld_rl_core.errors import AworldError
 from aworld_rl_core.runs import execute
+from aworld_rl_core.trainer_config import section
 from aworld_rl_funreason.paths import model_source
 from aworld_rl_funreason.recipes.self_refine import SelfRefineConfig
 from aworld_rl_funreason.recipes.sft import SftRecipeConfig, run

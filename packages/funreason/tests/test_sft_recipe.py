@@ -57,8 +57,8 @@ def test_export_writes_records_sharegpt_and_verl(tmp_path):
 
 def test_trainer_loss_names_srml_through_the_registry():
     from aworld_rl_core.backends.base import TrainJob
-    from aworld_rl_core.backends.config import TrainerConfig
     from aworld_rl_core.losses import job_loss
+    from aworld_rl_core.trainer_config import TrainerConfig
 
     options = {"alpha": 0.4, "learnable": True}
     trainer = TrainerConfig(backend="hf-sft", loss="funreason.srml", loss_options=options)

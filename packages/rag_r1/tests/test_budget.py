@@ -118,7 +118,7 @@ def test_per_passage_truncation(tiny_tokenizer):
 def test_train_resolves_the_budget_from_the_trainer():
     from dataclasses import replace
 
-    from aworld_rl_core.backends.config import RLConfig, TrainerConfig
+    from aworld_rl_core.trainer_config import RLConfig, TrainerConfig
     from aworld_rl_rag_r1.recipes.train import TrainConfig, observation_budget
 
     paper = TrainConfig()

@@ -32,8 +32,8 @@ def test_record_has_image_part_action_and_box():
 
 
 def test_training_sees_the_tokens_and_pixels_evaluation_prompts_with(synthetic_dir):
-    from aworld_rl_core.backends.config import ModelConfig
-    from aworld_rl_core.vision import VisionCollator
+    from aworld_rl_core.backends.vision import VisionCollator
+    from aworld_rl_core.models.config import ModelConfig
     from aworld_rl_v2p.data import read_aguvis
     from aworld_rl_v2p.inference import Grounder
     from aworld_rl_v2p.training import model_factory
@@ -104,8 +104,8 @@ class TestTrainRecipe(RecipeContract):
     def test_tiny_cpu_trains_through_hf_sft(self, tmp_path, aworld_home, synthetic_dir, tiny_run):
         from transformers import set_seed
 
-        from aworld_rl_core.backends.config import ModelConfig
         from aworld_rl_core.models import tiny_vl_model
+        from aworld_rl_core.models.config import ModelConfig
         from aworld_rl_v2p.loading import load_v2p
         from aworld_rl_v2p.training import model_factory
 

@@ -36,10 +36,11 @@ def main() -> int:
         parser.error("give --model or AWORLD_SMOKE_MODEL (a local model directory)")
 
     from aworld_rl_core.backends.base import TrainJob
-    from aworld_rl_core.backends.config import ModelConfig, RLConfig, TrainerConfig
     from aworld_rl_core.backends.verl.backend import VerlBackend
     from aworld_rl_core.backends.verl.config import VerlConfig
+    from aworld_rl_core.models.config import ModelConfig
     from aworld_rl_core.runs import Run
+    from aworld_rl_core.trainer_config import RLConfig, TrainerConfig
 
     out = Path(args.out).resolve()
     rows = [{"prompt": f"Bring the counter to {t}.", "target": t} for t in range(1, 33)]

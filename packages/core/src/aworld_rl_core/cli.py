@@ -102,7 +102,7 @@ def _plugins() -> int:
     from rich.markup import escape
     from rich.table import Table
 
-    from aworld_rl_core.backends.config import backend_sections
+    from aworld_rl_core.trainer_config import backend_sections
 
     reg = registry.current()
     sections = backend_sections()
@@ -208,7 +208,7 @@ def _execute(name: str, entry: Any, cfg: Any, args: argparse.Namespace, output_d
 
     keep_freed_memory()
     try:
-        from aworld_rl_core.backends.plan import PLAN_FILE, planning, write_plans
+        from aworld_rl_core.dry_run import PLAN_FILE, planning, write_plans
 
         command = _command(name, args, output_dir) + (["--dry-run"] if args.dry_run else [])
         collecting: contextlib.AbstractContextManager[list[Any]] = (

@@ -59,10 +59,11 @@ def _model(args: argparse.Namespace) -> str:
 
 def part_trl_grpo(args: argparse.Namespace, out: Path) -> dict[str, Any]:
     from aworld_rl_core.backends.base import TrainJob
-    from aworld_rl_core.backends.config import ModelConfig, RLConfig, TrainerConfig
     from aworld_rl_core.backends.trl_grpo import TrlGrpoBackend
+    from aworld_rl_core.models.config import ModelConfig
     from aworld_rl_core.refs import Ref
     from aworld_rl_core.runs import Run
+    from aworld_rl_core.trainer_config import RLConfig, TrainerConfig
 
     rows = [{"target": 2 + i % 3} for i in range(4)]
     trainer = TrainerConfig(
@@ -103,9 +104,10 @@ def part_trl_grpo(args: argparse.Namespace, out: Path) -> dict[str, Any]:
 
 def part_hf_sft(args: argparse.Namespace, out: Path) -> dict[str, Any]:
     from aworld_rl_core.backends.base import TrainJob
-    from aworld_rl_core.backends.config import ModelConfig, SFTConfig, TrainerConfig
     from aworld_rl_core.backends.hf_sft import HfSftBackend
+    from aworld_rl_core.models.config import ModelConfig
     from aworld_rl_core.runs import Run
+    from aworld_rl_core.trainer_config import SFTConfig, TrainerConfig
 
     seen = {"think": 0}
 

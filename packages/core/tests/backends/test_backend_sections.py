@@ -10,7 +10,6 @@ import pytest
 import yaml
 
 from aworld_rl_core import cli, registry
-from aworld_rl_core.backends.config import TrainerConfig, backend_sections, section, with_section
 from aworld_rl_core.backends.llamafactory.config import LlamaFactoryConfig
 from aworld_rl_core.backends.verl.config import VerlConfig
 from aworld_rl_core.config import from_dict, load_config, option, to_dict, to_yaml, without_keys
@@ -18,6 +17,7 @@ from aworld_rl_core.errors import ConfigError, PluginError
 from aworld_rl_core.hookspecs import hookimpl
 from aworld_rl_core.recipes.grpo import GrpoRecipeConfig
 from aworld_rl_core.runs import RunResult, config_diff
+from aworld_rl_core.trainer_config import TrainerConfig, backend_sections, section, with_section
 
 
 @dataclass(frozen=True, kw_only=True)

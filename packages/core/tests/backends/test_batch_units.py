@@ -7,11 +7,12 @@ import pytest
 
 from aworld_rl_core.backends.base import TrainJob
 from aworld_rl_core.backends.batching import plan_batches
-from aworld_rl_core.backends.config import ModelConfig, RLConfig, SFTConfig, TrainerConfig
 from aworld_rl_core.backends.llamafactory.launch import build_train_args
 from aworld_rl_core.backends.verl.launcher import LaunchPaths, build_overrides
 from aworld_rl_core.errors import ConfigError
+from aworld_rl_core.models.config import ModelConfig
 from aworld_rl_core.runs import Run
+from aworld_rl_core.trainer_config import RLConfig, SFTConfig, TrainerConfig
 
 ROWS = [{"prompt": f"q{i}", "messages": [{"role": "user", "content": f"q{i}"},
          {"role": "assistant", "content": "a"}]} for i in range(10)]  # fmt: skip

@@ -88,9 +88,10 @@ def test_engine_limits_refuse_rows_without_a_full_batch():
 def test_verl_launch_runs_max_steps_over_several_epochs(tmp_path):
     """A max_steps run longer than one epoch gets the epochs it needs (6,664 rows, batch 512,
     500 steps: 39 epochs; before, total_epochs=1 ended it after 13 steps)."""
-    from aworld_rl_core.backends.config import ModelConfig, TrainerConfig, with_section
     from aworld_rl_core.backends.verl.config import VerlConfig
     from aworld_rl_core.backends.verl.launcher import LaunchPaths, build_overrides
+    from aworld_rl_core.models.config import ModelConfig
+    from aworld_rl_core.trainer_config import TrainerConfig, with_section
 
     trainer = TrainerConfig(backend="verl", batch_size=512, micro_batch_size=8, max_steps=500)
     trainer = with_section(trainer, VerlConfig(dry_run=True))

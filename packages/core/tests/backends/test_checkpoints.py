@@ -65,7 +65,8 @@ TRAIN = textwrap.dedent(
     from pathlib import Path
     import torch
     from aworld_rl_core.backends.base import TrainJob
-    from aworld_rl_core.backends.config import ModelConfig, SFTConfig, TrainerConfig
+    from aworld_rl_core.models.config import ModelConfig
+    from aworld_rl_core.trainer_config import SFTConfig, TrainerConfig
     from aworld_rl_core.backends.hf_sft import HfSftBackend
     from aworld_rl_core.runs import Run
 

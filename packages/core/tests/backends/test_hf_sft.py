@@ -11,7 +11,6 @@ torch = pytest.importorskip("torch")
 pytest.importorskip("transformers")
 
 from aworld_rl_core.backends.base import TrainJob  # noqa: E402
-from aworld_rl_core.backends.config import ModelConfig, SFTConfig, TrainerConfig  # noqa: E402
 from aworld_rl_core.backends.hf_sft import LOSS_STATE_FILE, HfSftBackend  # noqa: E402
 from aworld_rl_core.backends.sft_data import (  # noqa: E402
     IGNORE_INDEX,
@@ -22,10 +21,12 @@ from aworld_rl_core.backends.sft_data import (  # noqa: E402
 )
 from aworld_rl_core.errors import AworldError  # noqa: E402
 from aworld_rl_core.models import tiny_tokenizer  # noqa: E402
+from aworld_rl_core.models.config import ModelConfig  # noqa: E402
 from aworld_rl_core.records import RecordError  # noqa: E402
 from aworld_rl_core.runs import Run  # noqa: E402
 from aworld_rl_core.segments import shift_segments  # noqa: E402
 from aworld_rl_core.testing.contracts import BackendContract  # noqa: E402
+from aworld_rl_core.trainer_config import SFTConfig, TrainerConfig  # noqa: E402
 
 IM_START, IM_END, THINK, END_THINK = 151644, 151645, 151667, 151668
 SHORT = {

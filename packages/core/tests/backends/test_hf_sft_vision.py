@@ -16,13 +16,14 @@ Image = pytest.importorskip("PIL.Image")
 from vision_support import EMBED, TRAINED_ROWS  # noqa: E402
 
 from aworld_rl_core.backends.base import TrainJob  # noqa: E402
-from aworld_rl_core.backends.config import ModelConfig, SFTConfig, TrainerConfig  # noqa: E402
 from aworld_rl_core.backends.hf_sft import HfSftBackend, split_lr_groups  # noqa: E402
+from aworld_rl_core.backends.vision import VisionCollator  # noqa: E402
 from aworld_rl_core.losses import model_loss  # noqa: E402
 from aworld_rl_core.models import tiny_vl_model  # noqa: E402
+from aworld_rl_core.models.config import ModelConfig  # noqa: E402
 from aworld_rl_core.records import RecordError  # noqa: E402
 from aworld_rl_core.runs import Run  # noqa: E402
-from aworld_rl_core.vision import VisionCollator  # noqa: E402
+from aworld_rl_core.trainer_config import SFTConfig, TrainerConfig  # noqa: E402
 
 IMAGE_PAD = 151655
 ANSWER = "click(12, 30)"

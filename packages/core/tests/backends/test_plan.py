@@ -15,16 +15,11 @@ from verl_toys import counter_env, exact_answer
 
 from aworld_rl_core import cli
 from aworld_rl_core.backends.base import TrainJob
-from aworld_rl_core.backends.config import (
-    ModelConfig,
-    RLConfig,
-    SFTConfig,
-    TrainerConfig,
-    with_section,
-)
-from aworld_rl_core.backends.plan import planning, planning_active
 from aworld_rl_core.backends.verl.config import VerlConfig
+from aworld_rl_core.dry_run import planning, planning_active
+from aworld_rl_core.models.config import ModelConfig
 from aworld_rl_core.runs import Run
+from aworld_rl_core.trainer_config import RLConfig, SFTConfig, TrainerConfig, with_section
 
 pytest.importorskip("pyarrow.parquet")
 

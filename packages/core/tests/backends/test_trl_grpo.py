@@ -12,11 +12,12 @@ from small_vocab import small_vocab_model_dir
 
 from aworld_rl_core.backends import trl_grpo
 from aworld_rl_core.backends.base import TrainJob
-from aworld_rl_core.backends.config import ModelConfig, RLConfig, TrainerConfig
 from aworld_rl_core.engine import ChatCodec
 from aworld_rl_core.envs.toy import lowercase_reward, toy_tasks
+from aworld_rl_core.models.config import ModelConfig
 from aworld_rl_core.refs import Ref
 from aworld_rl_core.runs import Run
+from aworld_rl_core.trainer_config import RLConfig, TrainerConfig
 
 pytest.importorskip("trl")
 
@@ -54,8 +55,8 @@ def logged(run_dir: Path) -> list[dict]:
 def test_hf_generator_batches_left_padded_prompts_like_single_ones(model_dir):
     import torch
 
-    from aworld_rl_core.backends.hf_generate import HfGenerator
     from aworld_rl_core.models import load_model_and_tokenizer
+    from aworld_rl_core.models.generate import HfGenerator
 
     model, tok = load_model_and_tokenizer(ModelConfig(name_or_path=str(model_dir)))
     with torch.no_grad():

@@ -13,13 +13,14 @@ from small_vocab import small_vocab_model_dir
 
 from aworld_rl_core.backends import trl_grpo
 from aworld_rl_core.backends.base import TrainJob
-from aworld_rl_core.backends.config import ModelConfig, RLConfig, TrainerConfig
 from aworld_rl_core.backends.validation import HISTORY_FILE, STOP_FILE, InRunValidation
 from aworld_rl_core.engine import Limits
 from aworld_rl_core.envs.toy import toy_tasks
 from aworld_rl_core.errors import ConfigError
+from aworld_rl_core.models.config import ModelConfig
 from aworld_rl_core.refs import Ref
 from aworld_rl_core.runs import Run
+from aworld_rl_core.trainer_config import RLConfig, TrainerConfig
 
 pytest.importorskip("trl")
 

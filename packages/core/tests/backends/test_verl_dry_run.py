@@ -15,14 +15,15 @@ sys.path.insert(0, str(Path(__file__).parents[1] / "verl"))  # verl_toys (no ver
 from verl_toys import counter_env, exact_answer
 
 from aworld_rl_core.backends.base import TrainJob
-from aworld_rl_core.backends.config import ModelConfig, RLConfig, TrainerConfig, with_section
 from aworld_rl_core.backends.verl.backend import VerlBackend, find_checkpoints, read_metrics
 from aworld_rl_core.backends.verl.config import VerlConfig
 from aworld_rl_core.backends.verl.launcher import hydra_value
 from aworld_rl_core.backends.verl.specs import EpisodeSpec
 from aworld_rl_core.errors import AworldError, ConfigError
+from aworld_rl_core.models.config import ModelConfig
 from aworld_rl_core.refs import Ref
 from aworld_rl_core.runs import Run
+from aworld_rl_core.trainer_config import RLConfig, TrainerConfig, with_section
 
 pq = pytest.importorskip("pyarrow.parquet")
 
@@ -255,7 +256,8 @@ def test_dry_run_imports_neither_verl_nor_torch(tmp_path):
 import sys
 sys.path.insert(0, {str(Path(__file__).parents[1] / "verl")!r})
 from aworld_rl_core.backends.base import TrainJob
-from aworld_rl_core.backends.config import ModelConfig, TrainerConfig
+from aworld_rl_core.models.config import ModelConfig
+from aworld_rl_core.trainer_config import TrainerConfig
 from aworld_rl_core.backends.verl.config import VerlConfig
 from aworld_rl_core.backends.verl.backend import VerlBackend
 from aworld_rl_core.runs import Run

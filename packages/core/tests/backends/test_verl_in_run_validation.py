@@ -15,7 +15,6 @@ sys.path.insert(0, str(Path(__file__).parents[1] / "verl"))  # verl_toys (no ver
 from verl_toys import counter_env
 
 from aworld_rl_core.backends.base import TrainJob
-from aworld_rl_core.backends.config import ModelConfig, RLConfig, TrainerConfig
 from aworld_rl_core.backends.validation import HISTORY_FILE, STOP_FILE, InRunValidation
 from aworld_rl_core.backends.verl.backend import VerlBackend
 from aworld_rl_core.backends.verl.config import VerlConfig
@@ -23,8 +22,10 @@ from aworld_rl_core.backends.verl.launcher import STOP_CALLBACK
 from aworld_rl_core.backends.verl.stopping import StopRuleCallback, validation_metrics
 from aworld_rl_core.engine import Limits
 from aworld_rl_core.errors import ConfigError
+from aworld_rl_core.models.config import ModelConfig
 from aworld_rl_core.refs import Ref
 from aworld_rl_core.runs import Run
+from aworld_rl_core.trainer_config import RLConfig, TrainerConfig
 
 pytest.importorskip("pyarrow.parquet")
 AR = "actor_rollout_ref"

@@ -27,11 +27,11 @@ from lookup_env import (
     vllm_reply,
 )
 
-from aworld_rl_core.backends.hf_generate import generate_turns
 from aworld_rl_core.engine import ChatCodec, Limits, Output, Rollout, play, play_many, run_batched
 from aworld_rl_core.environment import Step
 from aworld_rl_core.llm import Completion, OpenAIClient
 from aworld_rl_core.llm.scripted_server import ScriptedLLMServer
+from aworld_rl_core.models.generate import generate_turns
 from aworld_rl_core.resources import shared
 
 LIMITS = Limits(max_turns=5, max_new_tokens=32, max_response_tokens=256)

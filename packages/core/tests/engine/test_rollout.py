@@ -7,10 +7,10 @@ import functools
 import pytest
 from scripted_generation import ScriptedGenerator
 
-from aworld_rl_core.backends.hf_generate import generate_turns
 from aworld_rl_core.engine import ChatCodec, Limits, Rollout, run_batched
 from aworld_rl_core.environment import Step
 from aworld_rl_core.envs.toy import LowercaseEnv, lowercase_reward, lowercase_score, toy_tasks
+from aworld_rl_core.models.generate import generate_turns
 from aworld_rl_core.testing.contracts import heavy_modules_after
 
 
@@ -150,7 +150,7 @@ def test_toy_tasks_are_deterministic():
 def test_backend_recipe_and_toy_modules_import_nothing_heavy():
     code = (
         "import aworld_rl_core.backends.trl_grpo, aworld_rl_core.engine\n"
-        "import aworld_rl_core.backends.hf_generate, aworld_rl_core.envs.toy\n"
+        "import aworld_rl_core.models.generate, aworld_rl_core.envs.toy\n"
         "import aworld_rl_core.recipes.grpo\n"
     )
     assert heavy_modules_after(code, ("torch", "transformers", "trl", "datasets")) == []

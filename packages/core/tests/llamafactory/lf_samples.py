@@ -6,9 +6,10 @@ from pathlib import Path
 from typing import Any
 
 from aworld_rl_core.backends.base import TrainJob
-from aworld_rl_core.backends.config import ModelConfig, SFTConfig, TrainerConfig
 from aworld_rl_core.backends.llamafactory.config import LlamaFactoryConfig
+from aworld_rl_core.models.config import ModelConfig
 from aworld_rl_core.runs import Run
+from aworld_rl_core.trainer_config import SFTConfig, TrainerConfig
 
 ADD_TOOL = {
     "type": "function",

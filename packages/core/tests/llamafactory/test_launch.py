@@ -11,7 +11,6 @@ import sys
 import pytest
 from lf_samples import CALC_RECORD, make_job
 
-from aworld_rl_core.backends.config import with_section
 from aworld_rl_core.backends.llamafactory import launch
 from aworld_rl_core.backends.llamafactory.backend import LlamaFactoryBackend, _follow
 from aworld_rl_core.backends.llamafactory.config import LlamaFactoryConfig
@@ -19,6 +18,7 @@ from aworld_rl_core.backends.llamafactory.launch import LlamaFactoryError
 from aworld_rl_core.backends.llamafactory.probe import mean_token_cross_entropy
 from aworld_rl_core.backends.llamafactory.worker import device_args
 from aworld_rl_core.testing.contracts import BackendContract, heavy_modules_after
+from aworld_rl_core.trainer_config import with_section
 
 
 def test_train_args_map_our_config(tmp_path):

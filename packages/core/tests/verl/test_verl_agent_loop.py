@@ -21,12 +21,13 @@ from lookup_env import (
 )
 from verl_toys import CounterEnv
 
-from aworld_rl_core.backends.config import ModelConfig, RLConfig, TrainerConfig
 from aworld_rl_core.backends.verl.launcher import LaunchPaths, build_overrides
 from aworld_rl_core.backends.verl.specs import SPEC_KEY, EpisodeSpec
 from aworld_rl_core.engine import ChatCodec
+from aworld_rl_core.models.config import ModelConfig
 from aworld_rl_core.refs import Ref
 from aworld_rl_core.testing import verl_loop
+from aworld_rl_core.trainer_config import RLConfig, TrainerConfig
 
 LOGPROB = -0.5
 

@@ -9,10 +9,10 @@ pytest.importorskip("verl.trainer")  # not tests/verl, which is on sys.path as a
 from verl_toys import counter_env, exact_answer
 
 from aworld_rl_core.backends.base import TrainJob
-from aworld_rl_core.backends.config import TrainerConfig
 from aworld_rl_core.backends.verl.launcher import write_data
 from aworld_rl_core.backends.verl.specs import EpisodeSpec
 from aworld_rl_core.runs import Run
+from aworld_rl_core.trainer_config import TrainerConfig
 
 ROWS = [
     {
@@ -73,7 +73,8 @@ def test_records_a_package_exports_run_on_the_verl_backend(tmp_path, qwen3_token
     from verl.utils.dataset.rl_dataset import RLHFDataset
 
     from aworld_rl_core.backends.verl.reward import compute_score
-    from aworld_rl_core.records import ToolUseRecord, write_verl_parquet
+    from aworld_rl_core.backends.verl.rows import write_verl_parquet
+    from aworld_rl_core.records import ToolUseRecord
 
     records = [
         ToolUseRecord(

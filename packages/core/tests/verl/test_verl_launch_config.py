@@ -8,10 +8,11 @@ import pytest
 
 pytest.importorskip("verl.trainer")  # not tests/verl, which is on sys.path as a namespace
 
-from aworld_rl_core.backends.config import ModelConfig, RLConfig, TrainerConfig, with_section
 from aworld_rl_core.backends.verl import reward
 from aworld_rl_core.backends.verl.config import CriticConfig, VerlConfig
 from aworld_rl_core.backends.verl.launcher import LaunchPaths, build_overrides
+from aworld_rl_core.models.config import ModelConfig
+from aworld_rl_core.trainer_config import RLConfig, TrainerConfig, with_section
 
 PATHS = LaunchPaths(
     train_file="/data/train.parquet",

@@ -52,8 +52,9 @@ def test_verl_reward_manager_scores_a_rollout_with_our_adapter(
     from verl import DataProto
     from verl.trainer.ppo.reward import load_reward_manager
 
-    from aworld_rl_core.backends.config import ModelConfig, TrainerConfig
     from aworld_rl_core.backends.verl.launcher import LaunchPaths, build_overrides
+    from aworld_rl_core.models.config import ModelConfig
+    from aworld_rl_core.trainer_config import TrainerConfig
 
     paths = LaunchPaths(train_file="t.parquet", val_file="v.parquet", checkpoint_dir="ckpt")
     overrides = build_overrides(

@@ -11,9 +11,10 @@ import pytest
 
 pytest.importorskip("verl.trainer")
 
-from aworld_rl_core.backends.config import ModelConfig, TrainerConfig
 from aworld_rl_core.backends.verl.config import VerlConfig
 from aworld_rl_core.backends.verl.launcher import LaunchPaths, build_overrides
+from aworld_rl_core.models.config import ModelConfig
+from aworld_rl_core.trainer_config import TrainerConfig
 
 PATHS = LaunchPaths("/data/train.parquet", "/data/val.parquet", "/ckpt")
 

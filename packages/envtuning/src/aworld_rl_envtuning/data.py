@@ -219,7 +219,8 @@ def export_split(
     split: Split, directory: Path, *, splits: Sequence[str] = SPLITS, **env_options: Any
 ) -> dict[str, Path]:
     """Write each split as verl parquet (``<split>.parquet``) and TRL rows (``<split>.jsonl``)."""
-    from aworld_rl_core.records import to_trl_rows, write_verl_parquet
+    from aworld_rl_core.backends.verl.rows import write_verl_parquet
+    from aworld_rl_core.records import to_trl_rows
 
     directory = Path(directory)
     directory.mkdir(parents=True, exist_ok=True)

@@ -248,8 +248,9 @@ def export_samples(
 ) -> dict[str, Path]:
     """Write the samples as core records (JSONL), LLaMA-Factory sharegpt (with
     ``dataset_info.json``) and verl parquet; returns the paths."""
+    from aworld_rl_core.backends.verl.rows import write_verl_parquet
     from aworld_rl_core.records import write_jsonl as write_records
-    from aworld_rl_core.records import write_sharegpt, write_verl_parquet
+    from aworld_rl_core.records import write_sharegpt
 
     directory = Path(directory)
     directory.mkdir(parents=True, exist_ok=True)

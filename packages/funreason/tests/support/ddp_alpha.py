@@ -12,8 +12,9 @@ import sys
 from pathlib import Path
 
 from aworld_rl_core.backends.base import TrainJob
-from aworld_rl_core.backends.config import ModelConfig, SFTConfig, TrainerConfig
 from aworld_rl_core.backends.hf_sft import HfSftBackend
+from aworld_rl_core.models.config import ModelConfig
+from aworld_rl_core.trainer_config import SFTConfig, TrainerConfig
 from aworld_rl_funreason.data import read_samples
 from aworld_rl_funreason.loss import SRMLLoss
 from aworld_rl_funreason.paths import resolve_path

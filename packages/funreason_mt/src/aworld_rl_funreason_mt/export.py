@@ -18,7 +18,8 @@ from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from aworld_rl_core.records import ToolUseRecord, bfcl_function_to_tool, write_jsonl
+from aworld_rl_core.records import ToolUseRecord, write_jsonl
+from aworld_rl_core.tooluse.bfcl.records import bfcl_function_to_tool
 from aworld_rl_funreason_mt.round_env import ToolDocs
 from aworld_rl_funreason_mt.trajectory import Trajectory
 
@@ -166,7 +167,8 @@ def write_exports(
     tools_in_template: bool = False,
 ) -> dict[str, Path]:
     """Write the chosen ``formats`` under ``directory``; returns name -> path."""
-    from aworld_rl_core.records import write_sharegpt, write_verl_parquet
+    from aworld_rl_core.backends.verl.rows import write_verl_parquet
+    from aworld_rl_core.records import write_sharegpt
 
     unknown = sorted(set(formats) - set(FORMATS))
     if unknown:

@@ -113,10 +113,9 @@ def _truncator(name: str | None) -> observations.Truncator:
         return observations.WordTruncator()
 
     def build() -> observations.Truncator:
-        from aworld_rl_core.backends.config import ModelConfig
-
         # where core loads tokenizers today (contract section 6 moves it to aworld_rl_core.models)
         from aworld_rl_core.models import load_tokenizer
+        from aworld_rl_core.models.config import ModelConfig
 
         return observations.TokenTruncator(load_tokenizer(ModelConfig(name_or_path=name)))
 

@@ -7,13 +7,14 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Protocol
 
 if TYPE_CHECKING:
-    from aworld_rl_core.backends.config import ModelConfig, TrainerConfig
     from aworld_rl_core.backends.plan import LaunchPlan
     from aworld_rl_core.backends.validation import InRunValidation
     from aworld_rl_core.environment import Environment
     from aworld_rl_core.losses import Loss
+    from aworld_rl_core.models.config import ModelConfig
     from aworld_rl_core.refs import Ref
     from aworld_rl_core.runs import Run, RunResult
+    from aworld_rl_core.trainer_config import TrainerConfig
 
 RewardFn = Callable[..., list[float]]
 """TRL's shape: ``fn(completions, **columns) -> list[float]``."""

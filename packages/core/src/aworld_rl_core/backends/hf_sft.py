@@ -132,7 +132,7 @@ class HfSftBackend:
 
         if planning_active():
             return planned_result(self.plan(job), job)
-        from aworld_rl_core.vision import has_images
+        from aworld_rl_core.backends.vision import has_images
 
         trainer_cfg = job.trainer
         check_batch_shape(trainer_cfg, rl=False)  # fail early; rows count once split
@@ -284,7 +284,7 @@ def _text_data(job: TrainJob, tokenizer: Any) -> tuple[list, list, Any, Any]:
 
 def _vision_data(job: TrainJob, processor: Any) -> tuple[list, list, Any, Any]:
     from aworld_rl_core.backends.sft_data import SftStats
-    from aworld_rl_core.vision import VisionCollator
+    from aworld_rl_core.backends.vision import VisionCollator
 
     sft = job.trainer.sft
     collator = VisionCollator(processor, max_length=sft.max_length, segments=dict(sft.segments))

@@ -14,18 +14,24 @@ hand-over checkpoint. The CLI writes every plan to ``plan.json``.
 from __future__ import annotations
 
 import json
-from collections.abc import Iterator
-from contextlib import contextmanager
-from contextvars import ContextVar
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Protocol
+
+from aworld_rl_core.dry_run import PLAN_FILE, planning_active, record_plan, write_plans
 
 if TYPE_CHECKING:
-    from aworld_rl_core.backends.base import TrainJob
-    from aworld_rl_core.runs import RunResult
+    from aworld_rl_core.runs import Run, RunResult
 
-PLAN_FILE = "plan.json"
+
+class _Job(Protocol):
+    """What :func:`planned_result` reads of a ``backends.base.TrainJob`` (base imports this
+    module for ``LaunchPlan``; a protocol keeps the two out of a circle)."""
+
+    @property
+    def run(self) -> Run: ...
+
+
 COMMAND_WORDS = 6
 """Words of a command a printed plan shows (plan.json holds the whole command)."""
 DEFAULT_GPU_GIB = 80.0
@@ -121,25 +127,6 @@ class LaunchPlan:
         return "\n".join(lines)
 
 
-_PLANS: ContextVar[list[LaunchPlan] | None] = ContextVar("aworld_rl_plans", default=None)
-
-
-@contextmanager
-def planning() -> Iterator[list[LaunchPlan]]:
-    """Within this block backends plan instead of training; yields the plans made."""
-    plans: list[LaunchPlan] = []
-    token = _PLANS.set(plans)
-    try:
-        yield plans
-    finally:
-        _PLANS.reset(token)
-
-
-def planning_active() -> bool:
-    """Whether backends only plan now (``aworld-run ... --dry-run``)."""
-    return _PLANS.get() is not None
-
-
 def is_dry_run(trainer: Any) -> bool:
     """Whether a job on ``trainer`` only plans: ``--dry-run``, or the chosen backend's own
     ``dry_run`` setting (``trainer.verl.dry_run``)."""
@@ -147,14 +134,12 @@ def is_dry_run(trainer: Any) -> bool:
     return planning_active() or bool(getattr(chosen, "dry_run", False))
 
 
-def planned_result(plan: LaunchPlan, job: TrainJob) -> RunResult:
+def planned_result(plan: LaunchPlan, job: _Job) -> RunResult:
     """Record ``plan`` (the run's ``plan.json`` and the active plan list), print it, and return
     the result a recipe chains on: ``outputs["model"]`` is the final model the plan names."""
     from aworld_rl_core.runs import RunResult
 
-    plans = _PLANS.get()
-    if plans is not None:
-        plans.append(plan)
+    record_plan(plan)
     path = write_plans([plan], job.run.dir / PLAN_FILE)
     print(plan.describe())
     return RunResult(
@@ -162,13 +147,6 @@ def planned_result(plan: LaunchPlan, job: TrainJob) -> RunResult:
         outputs={"plan": path, "model": Path(plan.checkpoints.model)},
         checkpoints=[Path(plan.checkpoints.final)],
     )
-
-
-def write_plans(plans: list[LaunchPlan], path: Path) -> Path:
-    path.parent.mkdir(parents=True, exist_ok=True)
-    record = {"plans": [p.to_json() for p in plans]}
-    path.write_text(json.dumps(record, indent=1, default=str), encoding="utf-8")
-    return path
 
 
 def sft_memory(

@@ -17,9 +17,9 @@ from trl import GRPOTrainer
 
 from aworld_rl_core.backends import validation as val
 from aworld_rl_core.backends.checkpoints import AtomicCheckpoints
-from aworld_rl_core.backends.hf_generate import HfGenerator, generate_turns
 from aworld_rl_core.engine import ChatCodec, Episode, Limits, Rollout, run_batched
 from aworld_rl_core.environment import Environment, Message, Step
+from aworld_rl_core.models.generate import HfGenerator, generate_turns
 
 ROW_INDEX = "row_index"
 """The only data column TRL sees besides a placeholder prompt; rows stay Python objects."""

@@ -64,9 +64,9 @@ class LocalHFClient(BaseLLMClient):
     ) -> LocalHFClient:
         """Load a model and tokenizer from a local directory (or the HF cache); ``tiny:qwen3``
         and ``tiny:qwen2`` build core's tiny random model (offline)."""
-        from aworld_rl_core.backends.config import ModelConfig
         from aworld_rl_core.errors import ConfigError
         from aworld_rl_core.models import load_model_and_tokenizer
+        from aworld_rl_core.models.config import ModelConfig
 
         try:
             config = ModelConfig(name_or_path=path, dtype=dtype)  # type: ignore[arg-type]
@@ -129,7 +129,7 @@ class LocalHFClient(BaseLLMClient):
 
     def _generate(self, prompts: list[str], sampling: dict[str, Any]) -> list[Completion]:
         """One batched ``generate`` over rendered prompts (runs in a worker thread)."""
-        from aworld_rl_core.backends.hf_generate import HfGenerator
+        from aworld_rl_core.models.generate import HfGenerator
 
         unknown = set(sampling) - SAMPLING_KEYS
         if unknown:

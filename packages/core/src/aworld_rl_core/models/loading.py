@@ -27,7 +27,7 @@ from aworld_rl_core.models.tiny import (
 )
 
 if TYPE_CHECKING:
-    from aworld_rl_core.backends.config import ModelConfig
+    from aworld_rl_core.models.config import ModelConfig
 
 _DTYPES = {"float32", "bfloat16", "float16"}
 

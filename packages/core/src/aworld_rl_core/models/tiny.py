@@ -71,7 +71,9 @@ def tiny_tokenizer(vocab: int = 0) -> Any:
     if vocab:
         from aworld_rl_core.tooluse.microworld.tokenizer import world_tokenizer
 
-        return world_tokenizer(vocab)
+        tok = world_tokenizer(vocab)
+        tok.chat_template = chat_template()
+        return tok
     return copy.deepcopy(_base_tokenizer())
 
 

@@ -13,12 +13,13 @@ from dataclasses import dataclass
 from typing import Any
 
 from aworld_rl_core.backends.base import TrainJob
-from aworld_rl_core.backends.config import ModelConfig, RLConfig, TrainerConfig
 from aworld_rl_core.config import option
 from aworld_rl_core.envs.toy import LowercaseEnv
+from aworld_rl_core.models.config import ModelConfig
 from aworld_rl_core.refs import Ref
 from aworld_rl_core.runs import Run, RunResult
 from aworld_rl_core.tracking import TrackingConfig
+from aworld_rl_core.trainer_config import RLConfig, TrainerConfig
 
 
 def _toy_trainer() -> TrainerConfig:

@@ -31,7 +31,7 @@ class ToolUseRecord:
 
     ``messages``: OpenAI chat messages (``system``/``user``/``assistant``/``tool``); ``content``
     is a string or a list of content parts (``text``, ``image``, ``image_url``: see
-    ``aworld_rl_core.vision``); assistant messages may carry ``tool_calls`` (``{"type":
+    ``aworld_rl_core.backends.vision``); assistant messages may carry ``tool_calls`` (``{"type":
     "function", "function": {"name", "arguments"}}`` with ``arguments`` a dict or a JSON object
     string) and ``reasoning_content``.
     ``tools``: tool schemas (``{"type": "function", "function": {"name", "description",

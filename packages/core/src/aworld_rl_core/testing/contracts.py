@@ -371,8 +371,9 @@ class BackendContract:
 
     def toy_job(self, run: Run, *, max_steps: int) -> TrainJob:
         """A tiny job for ``max_steps`` steps that saves a checkpoint every step."""
-        from aworld_rl_core.backends.config import ModelConfig, RLConfig, SFTConfig, TrainerConfig
         from aworld_rl_core.envs.toy import LowercaseEnv, toy_tasks
+        from aworld_rl_core.models.config import ModelConfig
+        from aworld_rl_core.trainer_config import RLConfig, SFTConfig, TrainerConfig
 
         tasks = toy_tasks(num_tasks=4)
         trainer = TrainerConfig(

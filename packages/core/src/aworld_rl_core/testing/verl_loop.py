@@ -9,8 +9,9 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from aworld_rl_core.backends.config import ModelConfig, RLConfig, TrainerConfig
 from aworld_rl_core.backends.verl.launcher import LaunchPaths, build_overrides
+from aworld_rl_core.models.config import ModelConfig
+from aworld_rl_core.trainer_config import RLConfig, TrainerConfig
 
 
 def compose_verl(overrides: list[str]) -> Any:

@@ -13,11 +13,12 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from aworld_rl_core.backends.config import ModelConfig, TrainerConfig
 from aworld_rl_core.backends.plan import is_dry_run
 from aworld_rl_core.config import from_dict, option, without_keys
+from aworld_rl_core.models.config import ModelConfig
 from aworld_rl_core.runs import Run, RunResult
 from aworld_rl_core.tracking import TrackingConfig
+from aworld_rl_core.trainer_config import TrainerConfig
 from aworld_rl_envtuning.curriculum import (
     CurriculumState,
     StageConfig,

@@ -46,8 +46,8 @@ def evaluate_points(
     cfg: Any, state: CurriculumState, split: Split, start: str, run: Run
 ) -> dict[str, float]:
     """Play the held-out entries at every point; log, tabulate (first in the report), save."""
-    from aworld_rl_core.backends.config import TrainerConfig
     from aworld_rl_core.config import rebuild
+    from aworld_rl_core.trainer_config import TrainerConfig
     from aworld_rl_envtuning.recipes.training import (
         _validation_env,
         stage_rows,

@@ -16,10 +16,10 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from aworld_rl_core.atomic import write_atomic
-from aworld_rl_core.backends.config import section
 from aworld_rl_core.backends.plan import is_dry_run, planning_active
 from aworld_rl_core.backends.verl.config import VerlConfig
 from aworld_rl_core.engine import Limits
+from aworld_rl_core.trainer_config import section
 from aworld_rl_envtuning.curriculum import StageConfig
 from aworld_rl_envtuning.data import CATEGORIES, Split, easy_subset, records_for, training_rows
 
@@ -58,8 +58,8 @@ def validation_ids(split: Split, per_category: int) -> list[str]:
 
 def local_model_path(name_or_path: str) -> str:
     """A loadable directory: ``tiny:<arch>`` becomes core's saved tiny model."""
-    from aworld_rl_core.backends.config import ModelConfig
     from aworld_rl_core.models import model_dir
+    from aworld_rl_core.models.config import ModelConfig
 
     return str(model_dir(ModelConfig(name_or_path=name_or_path)))
 
@@ -90,11 +90,11 @@ def run_stage(
     """Train ``stage`` from ``start`` as one backend run; what the curriculum state records.
     The stage's metrics go into the main run after ``first_step``."""
     from aworld_rl_core.backends.base import TrainJob
-    from aworld_rl_core.backends.config import TrainerConfig
     from aworld_rl_core.backends.validation import InRunValidation
     from aworld_rl_core.config import rebuild
     from aworld_rl_core.registry import get_trainer
     from aworld_rl_core.runs import Run
+    from aworld_rl_core.trainer_config import TrainerConfig
 
     rows = stage_rows(stage_entry_ids(stage, split, cfg.data), "train", cfg.env, stage)
     validation = cfg.validation

@@ -111,7 +111,7 @@ def warm_start_ids(stages: Any, split: Split, data: Any, entries: int) -> list[s
 
 def sft_trainer(ws: WarmStartConfig, seed: int) -> Any:
     """The ``hf-sft`` trainer settings of a warm start (constant learning rate)."""
-    from aworld_rl_core.backends.config import SFTConfig, TrainerConfig
+    from aworld_rl_core.trainer_config import SFTConfig, TrainerConfig
 
     return TrainerConfig(
         backend="hf-sft",
@@ -130,10 +130,10 @@ def greedy_validation(
 ) -> dict[str, float]:
     """The in-run validation's metrics for a saved model: greedy episodes of ``rows`` in the
     environment ``env`` (a reference), with ``limits`` (default: ``trainer.rl``'s)."""
-    from aworld_rl_core.backends.config import ModelConfig
     from aworld_rl_core.backends.trl_trainer import EpisodeRollout, env_return, validation_metrics
     from aworld_rl_core.engine import ChatCodec, Limits
     from aworld_rl_core.models import load_model_and_tokenizer
+    from aworld_rl_core.models.config import ModelConfig
     from aworld_rl_core.refs import callable_of
 
     model, tokenizer = load_model_and_tokenizer(ModelConfig(name_or_path=model_path))
@@ -152,10 +152,10 @@ def greedy_validation(
 def warm_start(cfg: Any, start: str, split: Split, run: Run) -> str:
     """The model stage 1 starts from: ``start``, or its warm start (see the module doc)."""
     from aworld_rl_core.backends.base import TrainJob
-    from aworld_rl_core.backends.config import TrainerConfig
     from aworld_rl_core.config import rebuild
     from aworld_rl_core.registry import get_trainer
     from aworld_rl_core.runs import Run
+    from aworld_rl_core.trainer_config import TrainerConfig
     from aworld_rl_envtuning.recipes.training import (
         stage_entry_ids,
         stage_rows,

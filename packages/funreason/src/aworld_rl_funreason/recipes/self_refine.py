@@ -18,10 +18,11 @@ from pathlib import Path
 from typing import Any, Literal
 
 from aworld_rl_core.atomic import write_atomic
-from aworld_rl_core.backends.config import ModelConfig, TrainerConfig
 from aworld_rl_core.config import option
 from aworld_rl_core.llm.config import LLMConfig
+from aworld_rl_core.models.config import ModelConfig
 from aworld_rl_core.runs import Run, RunResult
+from aworld_rl_core.trainer_config import TrainerConfig
 from aworld_rl_funreason.data import FcSample, read_samples, write_jsonl
 from aworld_rl_funreason.paths import model_source, resolve_path
 from aworld_rl_funreason.recipes.refine import FcdrConfig, fcdr_settings

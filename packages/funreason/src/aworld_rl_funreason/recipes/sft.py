@@ -14,16 +14,11 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal
 
-from aworld_rl_core.backends.config import (
-    ModelConfig,
-    SFTConfig,
-    TrainerConfig,
-    section,
-    with_section,
-)
 from aworld_rl_core.backends.llamafactory.config import LlamaFactoryConfig
 from aworld_rl_core.config import option
+from aworld_rl_core.models.config import ModelConfig
 from aworld_rl_core.runs import Run, RunResult
+from aworld_rl_core.trainer_config import SFTConfig, TrainerConfig, section, with_section
 from aworld_rl_funreason.data import FcSample, read_samples, to_record, write_jsonl
 from aworld_rl_funreason.paths import resolve_path
 

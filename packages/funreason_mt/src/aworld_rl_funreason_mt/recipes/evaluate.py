@@ -98,8 +98,8 @@ def held_out_entries(data: TrajectoryData) -> list[Any]:
 def local_model(value: str) -> str:
     """A loadable model: a finished run's directory (``funreason_mt.sft``/``.rl``) stands for
     the model it wrote; ``tiny:<arch>`` for core's saved tiny model; anything else is kept."""
-    from aworld_rl_core.backends.config import ModelConfig
     from aworld_rl_core.models import is_tiny, model_dir
+    from aworld_rl_core.models.config import ModelConfig
     from aworld_rl_core.runs import run_output
 
     if is_tiny(value):

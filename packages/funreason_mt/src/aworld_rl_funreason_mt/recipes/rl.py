@@ -12,10 +12,11 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Literal
 
-from aworld_rl_core.backends.config import ModelConfig, RLConfig, TrainerConfig
 from aworld_rl_core.config import option
+from aworld_rl_core.models.config import ModelConfig
 from aworld_rl_core.runs import Run, RunResult
 from aworld_rl_core.tracking import TrackingConfig
+from aworld_rl_core.trainer_config import RLConfig, TrainerConfig
 from aworld_rl_funreason_mt.data import read_entries
 from aworld_rl_funreason_mt.evaluation import split_entries
 from aworld_rl_funreason_mt.export import rl_rows

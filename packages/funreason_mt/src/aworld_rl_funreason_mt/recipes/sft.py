@@ -17,11 +17,12 @@ from __future__ import annotations
 from dataclasses import dataclass, replace
 from typing import Literal
 
-from aworld_rl_core.backends.config import ModelConfig, SFTConfig, TrainerConfig
 from aworld_rl_core.config import option
+from aworld_rl_core.models.config import ModelConfig
 from aworld_rl_core.records import ToolUseRecord
 from aworld_rl_core.runs import Run, RunResult
 from aworld_rl_core.tracking import TrackingConfig
+from aworld_rl_core.trainer_config import SFTConfig, TrainerConfig
 from aworld_rl_funreason_mt.data import read_records
 from aworld_rl_funreason_mt.recipes.common import TrajectoryData
 from aworld_rl_funreason_mt.round_env import ToolDocs, system_prompt

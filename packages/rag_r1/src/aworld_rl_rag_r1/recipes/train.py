@@ -16,11 +16,12 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from aworld_rl_core.backends.config import ModelConfig, RLConfig, TrainerConfig
 from aworld_rl_core.backends.verl.config import CriticConfig, VerlConfig
 from aworld_rl_core.config import option, to_dict
+from aworld_rl_core.models.config import ModelConfig
 from aworld_rl_core.runs import Run, RunResult
 from aworld_rl_core.tracking import TrackingConfig
+from aworld_rl_core.trainer_config import RLConfig, TrainerConfig
 from aworld_rl_rag_r1.env import EpisodeReward, SearchEnvConfig
 from aworld_rl_rag_r1.qa import QAFormat
 from aworld_rl_rag_r1.recipes.common import WorldConfig

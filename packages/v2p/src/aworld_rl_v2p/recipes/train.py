@@ -15,9 +15,10 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Literal
 
-from aworld_rl_core.backends.config import ModelConfig, SFTConfig, TrainerConfig
 from aworld_rl_core.config import option
+from aworld_rl_core.models.config import ModelConfig
 from aworld_rl_core.runs import Run, RunResult
+from aworld_rl_core.trainer_config import SFTConfig, TrainerConfig
 from aworld_rl_v2p.options import PointerLossOptions
 
 LOSS = "v2p.pointer"

@@ -22,7 +22,6 @@ from typing import TYPE_CHECKING, Any
 import yaml
 
 from aworld_rl_core.backends.checkpoints import checkpoints, latest_checkpoint
-from aworld_rl_core.backends.config import section
 from aworld_rl_core.backends.llamafactory.config import LlamaFactoryConfig
 from aworld_rl_core.backends.llamafactory.launch import (
     EVAL_NAME,
@@ -37,6 +36,7 @@ from aworld_rl_core.backends.llamafactory.launch import (
     write_loss,
 )
 from aworld_rl_core.losses import token_loss
+from aworld_rl_core.trainer_config import section
 
 if TYPE_CHECKING:
     from aworld_rl_core.backends.base import TrainJob

@@ -14,10 +14,10 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from aworld_rl_core.backends.batching import plan_batches
-from aworld_rl_core.backends.config import section
 from aworld_rl_core.backends.llamafactory.config import LlamaFactoryConfig
 from aworld_rl_core.errors import AworldError
 from aworld_rl_core.records import ToolUseRecord, as_record, write_sharegpt
+from aworld_rl_core.trainer_config import section
 
 if TYPE_CHECKING:
     from aworld_rl_core.backends.base import TrainJob

@@ -21,10 +21,10 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from aworld_rl_core.backends.checkpoints import checkpoints
-from aworld_rl_core.backends.config import section
 from aworld_rl_core.backends.verl.config import VerlConfig
 from aworld_rl_core.backends.verl.launcher import Launch, plan_launch
 from aworld_rl_core.errors import AworldError, ConfigError
+from aworld_rl_core.trainer_config import section
 
 if TYPE_CHECKING:
     from aworld_rl_core.backends.base import TrainJob

@@ -25,19 +25,20 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from aworld_rl_core.backends.batching import engine_limits, plan_batches
-from aworld_rl_core.backends.config import section
 from aworld_rl_core.backends.plan import is_dry_run
 from aworld_rl_core.backends.verl.config import VerlConfig
+from aworld_rl_core.backends.verl.rows import SINGLE_TURN_LOOP, to_verl_row, write_parquet
 from aworld_rl_core.backends.verl.specs import EpisodeSpec, reward_refs
 from aworld_rl_core.errors import ConfigError
 from aworld_rl_core.records.record import RecordError
-from aworld_rl_core.records.verl_rows import SINGLE_TURN_LOOP, to_verl_row, write_parquet
 from aworld_rl_core.refs import Ref, to_jsonable
+from aworld_rl_core.trainer_config import section
 
 if TYPE_CHECKING:
     from aworld_rl_core.backends.base import TrainJob
-    from aworld_rl_core.backends.config import ModelConfig, TrainerConfig
     from aworld_rl_core.backends.validation import InRunValidation
+    from aworld_rl_core.models.config import ModelConfig
+    from aworld_rl_core.trainer_config import TrainerConfig
 
 REWARD_MODULE = "pkg://aworld_rl_core.backends.verl.reward"
 STOP_CALLBACK = "aworld_rl_core.backends.verl.stopping.StopRuleCallback"

@@ -43,7 +43,7 @@ _LAZY = {
     "Verdict": "verdict",
     "judge_multi_turn": "judges",
     "judge_single_turn": "judges",
-    "decode_single_turn": "judges",
+    "decode_single_turn": "framing",
     "ground_truth_calls": "ground_truth",
     "ground_truth_text": "ground_truth",
     "system_prompt": "prompts",
@@ -109,12 +109,9 @@ def __dir__() -> list[str]:
 
 if TYPE_CHECKING:
     from aworld_rl_core.tooluse.bfcl.episode import MultiTurnEpisode, TurnResult
+    from aworld_rl_core.tooluse.bfcl.framing import decode_single_turn
     from aworld_rl_core.tooluse.bfcl.ground_truth import ground_truth_calls, ground_truth_text
-    from aworld_rl_core.tooluse.bfcl.judges import (
-        decode_single_turn,
-        judge_multi_turn,
-        judge_single_turn,
-    )
+    from aworld_rl_core.tooluse.bfcl.judges import judge_multi_turn, judge_single_turn
     from aworld_rl_core.tooluse.bfcl.loader import (
         ALL_CATEGORIES,
         JAVA_JS_CATEGORIES,

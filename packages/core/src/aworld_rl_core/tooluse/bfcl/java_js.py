@@ -40,7 +40,7 @@ def _decoder(language: str) -> Callable[[str], Any]:
 def decode(text: str, language: str, *, limits: ParseLimits = DEFAULT_LIMITS) -> Decoded:
     """BFCL's prompting decoder for ``language`` ("java" or "javascript"): strip backticks,
     newlines and spaces, drop the outer brackets, parse the one call. Raises ToolCallParseError."""
-    from aworld_rl_core.tooluse.bfcl.judges import frame
+    from aworld_rl_core.tooluse.bfcl.framing import frame
 
     if language not in ("java", "javascript"):
         raise ValueError(f"decode handles java and javascript, not {language!r}")

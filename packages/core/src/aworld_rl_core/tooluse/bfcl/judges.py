@@ -21,6 +21,7 @@ from typing import Any, Literal
 
 from aworld_rl_core.tooluse.bfcl.ast_checker import ast_check
 from aworld_rl_core.tooluse.bfcl.episode import MultiTurnEpisode
+from aworld_rl_core.tooluse.bfcl.framing import decode_single_turn
 from aworld_rl_core.tooluse.bfcl.loader import (
     RELEVANCE_CATEGORIES,
     SINGLE_TURN_CATEGORIES,
@@ -32,31 +33,11 @@ from aworld_rl_core.tooluse.calls import (
     Call,
     ToolCallParseError,
     bind_positional,
-    parse_python_calls,
     signatures_from_tools,
 )
 
 Positional = Literal["drop", "bind", "reject"]
 _JUDGED = frozenset(SINGLE_TURN_CATEGORIES + RELEVANCE_CATEGORIES)
-
-
-def frame(output: str) -> str:
-    """BFCL's prompting-mode framing of a reply: backticks, newlines and spaces stripped, the
-    brackets of a call list added where missing. Raises ToolCallParseError on a non-string."""
-    if not isinstance(output, str):
-        raise ToolCallParseError(f"expected the model output as str, got {type(output).__name__}")
-    text = output.strip("`\n ")
-    if not text.startswith("["):
-        text = "[" + text
-    if not text.endswith("]"):
-        text = text + "]"
-    return text
-
-
-def decode_single_turn(output: str) -> list[Call]:
-    """:func:`frame`, wrapping single quotes stripped, then :func:`parse_python_calls`.
-    Raises ToolCallParseError."""
-    return parse_python_calls(frame(output).strip().strip("'"))
 
 
 def _as_decoded(

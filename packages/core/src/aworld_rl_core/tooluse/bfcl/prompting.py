@@ -41,7 +41,7 @@ def decode_calls(text: str) -> list[Call]:
     """BFCL's prompting decoder, literal values only: strip backticks, newlines and spaces, add
     missing brackets, read the call list; positional arguments dropped, as BFCL's decoder drops
     them. Raises ToolCallParseError."""
-    from aworld_rl_core.tooluse.bfcl.judges import decode_single_turn
+    from aworld_rl_core.tooluse.bfcl.framing import decode_single_turn
 
     return [Call(c.name, c.arguments) for c in decode_single_turn(text)]
 

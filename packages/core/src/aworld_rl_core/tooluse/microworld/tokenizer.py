@@ -122,7 +122,8 @@ def _trained(vocab_size: int) -> str:
 def world_tokenizer(vocab_size: int = 1024) -> Any:
     """A fresh ``PreTrainedTokenizerFast`` of at most ``vocab_size`` tokens (fewer when the
     corpus runs out of merges: 1024 gives 973) trained on the world's text,
-    with core's chat template, ``<|im_end|>`` as end of turn and ``<|endoftext|>`` as padding."""
+    with ``<|im_end|>`` as end of turn and ``<|endoftext|>`` as padding; no chat template
+    (``models.tiny_tokenizer(vocab)`` adds core's: tooluse sits below models)."""
     if not MIN_VOCAB <= vocab_size <= MAX_VOCAB:
         raise ValueError(
             f"world tokenizer vocab_size={vocab_size}: use {MIN_VOCAB} to {MAX_VOCAB} (256 byte "
@@ -130,8 +131,6 @@ def world_tokenizer(vocab_size: int = 1024) -> Any:
         )
     from tokenizers import AddedToken, Tokenizer
     from transformers import PreTrainedTokenizerFast
-
-    from aworld_rl_core.models.tiny import chat_template
 
     backend = Tokenizer.from_str(_trained(vocab_size))
     backend.add_special_tokens([AddedToken(t, special=True, normalized=False) for t in SPECIAL])
@@ -142,5 +141,4 @@ def world_tokenizer(vocab_size: int = 1024) -> Any:
         pad_token="<|endoftext|>",
         clean_up_tokenization_spaces=False,
     )
-    tokenizer.chat_template = chat_template()
     return tokenizer
