@@ -37,6 +37,10 @@ class Everything:
         register("t.recipe", config="demo_plugin:CountConfig", run="demo_plugin:run", presets="")
 
     @hookimpl
+    def register_parsers(self, register):
+        register("t.upper", "aworld_rl_core.tooluse.parsers:parse_hermes", help="hermes again")
+
+    @hookimpl
     def register_tool_apis(self, register):
         register(
             "t.Counter",
@@ -96,6 +100,15 @@ def test_hook_register_tool_apis():
         assert instances == {"t.Counter": Counter()}
         assert api_class("t.Counter") is Counter
         assert registered_docs("t.Counter") == [{"name": "update", "parameters": {}}]
+
+
+def test_hook_register_parsers():
+    from aworld_rl_core.tooluse import Call, parse_response
+
+    with registry.use_registry(_registry()):  # without core's plugin: only t's protocol
+        assert registry.names("parsers") == ["t.upper"]
+        parsed = parse_response('<tool_call>{"name": "f", "arguments": {}}</tool_call>', "t.upper")
+        assert parsed.calls == [Call("f", {})] and parsed.protocol == "t.upper"
 
 
 def test_every_hook_is_documented_and_tested():

@@ -98,7 +98,7 @@ def register_trainers(register: RegisterTrainer) -> None:
     defaults: every recipe's config holds it as the section ``trainer.<name>``, the backend's
     name verbatim (``trainer.verl.dry_run=true``; a backend named ``hf-sft`` would be
     ``trainer.hf-sft.*``; a name with a ``.`` cannot own a section). The backend reads it with
-    ``aworld_rl_core.backends.config.section(job.trainer, ItsConfig)``. Settings every backend
+    ``aworld_rl_core.trainer_config.section(job.trainer, ItsConfig)``. Settings every backend
     means the same way (learning rate, steps, batch units, ``rl``, ``sft``, ``loss``) stay in
     ``TrainerConfig``; a section named like one of its fields is refused. Core registers
     ``trl``, ``hf-sft``, ``verl`` (section ``VerlConfig``) and ``llamafactory``
@@ -120,6 +120,20 @@ def register_tool_apis(register: Register) -> None:
     initial states a data generator may start from. An entry names the class by ``name`` in
     ``involved_classes`` (BFCL's own offline classes need no registration; their names always
     mean BFCL's). Core registers its micro-world's classes (``core.micro.*``).
+    """
+
+
+@hookspec
+def register_parsers(register: Register) -> None:
+    """Register tool-call parsers (response protocols): ``register(name, "mod:fn", help=...)``.
+
+    ``fn(text, **options) -> aworld_rl_core.tooluse.ParsedResponse`` reads one model response:
+    reasoning, calls, answer and format errors (it should never raise on model text; core's
+    ``tooluse.get_parser`` turns an exception into a format error anyway). Keyword options
+    (``think_tag="thinking"``) are bound by ``get_parser(name, **options)``, which refuses an
+    option the function does not take. A name is a format: un-namespaced names (``hermes``) are
+    allowed, as for trainers, and a name two plugins register is blocked. Core registers
+    ``think_json``, ``think_python``, ``think_tool_python`` and ``hermes``.
     """
 
 

@@ -1,4 +1,5 @@
-"""Core's own registrations: the training backends, core recipes and the toy game."""
+"""Core's own registrations: the training backends, core recipes, the tool-call parsers and
+the toy game."""
 
 from aworld_rl_core.hookspecs import hookimpl
 
@@ -74,6 +75,17 @@ def register_tool_apis(register):
             f"aworld_rl_core.tooluse.microworld.apis:{cls}",
             help=f"micro-world tool API {cls}",
         )
+
+
+@hookimpl
+def register_parsers(register):
+    for name, help in (
+        ("think_json", "<think> then one <tool_call> JSON call list or one <answer> (EnvTuning)"),
+        ("think_python", "<think> then BFCL's python call list, or a plain reply (FunReason)"),
+        ("think_tool_python", "<think> + <tool_call> python call list and/or <answer>"),
+        ("hermes", "Qwen's <tool_call>{json}</tool_call> blocks, optional leading <think>"),
+    ):
+        register(name, f"aworld_rl_core.tooluse.parsers:parse_{name}", help=help)
 
 
 @hookimpl

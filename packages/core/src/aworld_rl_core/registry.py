@@ -21,7 +21,16 @@ import pluggy
 from aworld_rl_core import hookspecs
 from aworld_rl_core.errors import PluginError
 
-KINDS = ("datasets", "environments", "rewards", "losses", "trainers", "tool_apis", "recipes")
+KINDS = (
+    "datasets",
+    "environments",
+    "rewards",
+    "losses",
+    "trainers",
+    "tool_apis",
+    "parsers",
+    "recipes",
+)
 LOSS_KINDS = ("token", "model")
 DISABLE_ENV = "AWORLD_RL_DISABLE_PLUGINS"
 
@@ -218,8 +227,10 @@ class _Registrar:
     def _check_namespace(self, what: str, name: str) -> None:
         """Names are ``<plugin>.<name>``: a plugin may not take another package's name (a
         foreign ``rag_r1.em`` would block the first-party reward). Backends are the exception:
-        their name is a config key (``trainer.<name>``), so it holds no dot."""
-        if self.kind == "trainers" and "." not in name:
+        their name is a config key (``trainer.<name>``), so it holds no dot; so are parsers, whose
+        name is a format (``protocol: hermes``), shared by every package (two registrations of one
+        name block it, as for any kind)."""
+        if self.kind in ("trainers", "parsers") and "." not in name:
             return
         namespace = name.partition(".")[0] if "." in name else ""
         if namespace != self.plugin:
@@ -485,6 +496,11 @@ def trainer_sections() -> tuple[dict[str, type], dict[str, str]]:
 
 def get_dataset(name: str) -> Any:
     return current().get("datasets", name).load()
+
+
+def get_parser(name: str) -> Any:
+    """The registered tool-call parser ``name`` (``tooluse.get_parser`` binds its options)."""
+    return current().get("parsers", name).load()
 
 
 def get_tool_api(name: str) -> Entry:

@@ -24,7 +24,6 @@ from aworld_rl_core.tooluse.dispatch import (
 )
 from aworld_rl_core.tooluse.errors import ResultError, is_error, result_error, text_error
 from aworld_rl_core.tooluse.parsers import (
-    PROTOCOLS,
     ParsedResponse,
     get_parser,
     parse_hermes,
@@ -37,7 +36,6 @@ from aworld_rl_core.tooluse.parsers import (
 
 __all__ = [
     "BFCL_DENIED_NAMES",
-    "PROTOCOLS",
     "Call",
     "CallLimits",
     "Dispatcher",

@@ -3,7 +3,9 @@
 Every parser returns a :class:`ParsedResponse`. ``errors`` lists each format violation; ``calls``
 and ``answer`` hold what could still be read, so act on them only when ``ok`` is true.
 
-Protocols (look them up by name with :func:`get_parser` / :func:`parse_response`):
+Protocols (look them up by name with :func:`get_parser` / :func:`parse_response`); they are
+registered like any plugin's (``register_parsers`` in core's ``plugin.py``), and a package adds
+its own the same way, without touching core:
 
 - ``think_json`` (EnvTuning's): exactly one ``<think>``; then exactly one of ``<tool_call>`` (a
   JSON list of ``{"name", "arguments"}``) or ``<answer>``; no text outside the tags.
@@ -19,7 +21,7 @@ Tag names are options (``think_tag="thinking"`` reads the released EnvTuning dat
 
 from __future__ import annotations
 
-import difflib
+import dataclasses
 import functools
 import inspect
 import re
@@ -27,6 +29,8 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Literal
 
+from aworld_rl_core import registry
+from aworld_rl_core.errors import PluginError
 from aworld_rl_core.tooluse.calls import (
     DEFAULT_LIMITS,
     Call,
@@ -38,7 +42,6 @@ from aworld_rl_core.tooluse.calls import (
 )
 
 __all__ = [
-    "PROTOCOLS",
     "ParsedResponse",
     "get_parser",
     "parse_hermes",
@@ -397,43 +400,59 @@ def parse_hermes(
 # Registry
 # ---------------------------------------------------------------------------------------------
 
-PROTOCOLS: Mapping[str, Callable[..., ParsedResponse]] = {
-    "think_json": parse_think_json,
-    "think_python": parse_think_python,
-    "think_tool_python": parse_think_tool_python,
-    "hermes": parse_hermes,
-}
-
 
 def protocol_names() -> list[str]:
-    """Names accepted by :func:`get_parser`."""
-    return sorted(PROTOCOLS)
+    """Names accepted by :func:`get_parser`: every registered parser (``register_parsers``)."""
+    return registry.names("parsers")
 
 
 def get_parser(protocol: str, **options: Any) -> Callable[[str], ParsedResponse]:
-    """The parser for ``protocol`` with ``options`` fixed (e.g. ``think_tag="thinking"``).
+    """The registered parser ``protocol`` with ``options`` fixed (e.g. ``think_tag="thinking"``).
 
-    Unknown protocols and options raise ``ValueError`` naming the valid ones.
+    Core registers ``think_json``, ``think_python``, ``think_tool_python`` and ``hermes``; a
+    package adds its own with ``register_parsers`` (docs/hooks.md). The parser returned never
+    raises on model text: an exception inside a plugin's parser becomes a format error. Unknown
+    protocols and options raise ``ValueError`` naming the valid ones.
     """
-    fn = PROTOCOLS.get(protocol)
-    if fn is None:
-        close = difflib.get_close_matches(str(protocol), list(PROTOCOLS), n=1)
-        hint = f"; did you mean {close[0]!r}?" if close else ""
-        raise ValueError(
-            f"unknown tool-call protocol {protocol!r}{hint} (valid: {', '.join(protocol_names())})"
-        )
-    valid = [p for p in inspect.signature(fn).parameters if p != "text"]
+    try:
+        entry = registry.current().get("parsers", protocol)
+    except PluginError as exc:  # unknown (with the closest name) or blocked by a conflict
+        raise ValueError(f"tool-call protocol: {exc}") from exc
+    fn = entry.load()
+    params = inspect.signature(fn).parameters
+    valid = [p for p in params if p != "text"]
+    takes_any = any(p.kind is inspect.Parameter.VAR_KEYWORD for p in params.values())
     for key in options:
-        if key not in valid:
+        if key not in valid and not takes_any:
             raise ValueError(
                 f"protocol {protocol!r} has no option {key!r} (valid: {', '.join(valid)})"
             )
     if any(k.endswith("_tag") for k in options):
-        defaults = {
-            k: p.default for k, p in inspect.signature(fn).parameters.items() if k.endswith("_tag")
-        }
+        defaults = {k: p.default for k, p in params.items() if k.endswith("_tag")}
         _check_tags(**{**defaults, **{k: v for k, v in options.items() if k.endswith("_tag")}})
-    return functools.partial(fn, **options)
+    return functools.partial(_call_parser, protocol, fn, options)
+
+
+def _call_parser(
+    protocol: str, fn: Callable[..., Any], options: Mapping[str, Any], text: Any
+) -> ParsedResponse:
+    """``fn(text, **options)``, total on model text (core's parsers already are; a plugin's may
+    not be); a result that is not a :class:`ParsedResponse` is the plugin's bug and raises."""
+    if not isinstance(text, str):
+        return ParsedResponse(
+            None, [], None, [f"response is a {type(text).__name__}, not str"], "", protocol
+        )
+    try:
+        result = fn(text, **options)
+    except Exception as exc:  # never let model text crash the caller
+        msg = f"unparseable response ({type(exc).__name__}: {exc})"
+        return ParsedResponse(None, [], None, [msg], text, protocol)
+    if not isinstance(result, ParsedResponse):
+        raise PluginError(
+            f"parser {protocol!r} returned a {type(result).__name__}; a registered parser "
+            "returns aworld_rl_core.tooluse.ParsedResponse"
+        )
+    return result if result.protocol == protocol else dataclasses.replace(result, protocol=protocol)
 
 
 def parse_response(text: str, protocol: str, **options: Any) -> ParsedResponse:
