@@ -9,6 +9,7 @@ class TestCorePlugin(PluginContract):
         "environments": ["core.toy-lowercase", "core.toy-counter"],
         "rewards": ["core.toy-lowercase"],
         "datasets": ["core.toy-tasks"],
+        "parsers": ["hermes", "think_json", "think_python", "think_tool_python"],
     }
 
 

@@ -19,8 +19,8 @@ TURN0 = [
 
 
 class TestEnvironmentContract(EnvironmentContract):
-    def make_env(self):
-        return make_env({"entry_id": "multi_turn_base_0"})
+    environment = "envtuning.bfcl"
+    row = {"entry_id": "multi_turn_base_0"}
 
 
 def test_reset_opens_with_system_prompt_and_first_turn():

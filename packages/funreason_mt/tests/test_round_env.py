@@ -4,7 +4,7 @@ import json
 
 import pytest
 
-from aworld_rl_core.testing.contracts import EnvironmentContract
+from aworld_rl_core.testing.contracts import EnvironmentProtocolContract
 from aworld_rl_funreason_mt.matching import call_set_match, match_round, possible_answers
 from aworld_rl_funreason_mt.round_env import REVIEW_MARK, RoundEnv, round_prompt, system_prompt
 from aworld_rl_funreason_mt.space import Session
@@ -23,7 +23,7 @@ def make_env(space, **options):
     )
 
 
-class TestRoundEnvContract(EnvironmentContract):
+class TestRoundEnvContract(EnvironmentProtocolContract):
     @pytest.fixture(autouse=True)
     def _space(self, space):
         self.space = space

@@ -47,8 +47,8 @@ class TestSearchEnvContract(EnvironmentContract):
     def _index(self, hash_index):
         self.options = {"retriever": {"backend": "local", "index": str(hash_index)}}
 
-    def make_env(self):
-        return make_env({"question": "Who?", "golden_answers": ["x"]}, **self.options)
+    environment = "rag_r1.search"
+    row = {"question": "Who?", "golden_answers": ["x"]}
 
 
 def test_answer_search_invalid_and_the_answer_turn(counted, world):

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-from aworld_rl_core.envs.toy import LowercaseEnv
 from aworld_rl_core.testing.contracts import BackendContract, EnvironmentContract, RecipeContract
 
 
@@ -11,8 +10,9 @@ class TestTrlBackend(BackendContract):
 
 
 class TestLowercaseEnv(EnvironmentContract):
-    def make_env(self) -> LowercaseEnv:
-        return LowercaseEnv({"topic": "rain"}, turns=2)
+    environment = "core.toy-lowercase"
+    row = {"topic": "rain"}
+    options = {"turns": 2}
 
 
 class TestGrpoRecipe(RecipeContract):

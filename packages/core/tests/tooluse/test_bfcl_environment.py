@@ -37,8 +37,8 @@ def gold(entry):
 
 
 class TestBfclEnvContract(EnvironmentContract):
-    def make_env(self):
-        return env_from_row({"entry_id": "multi_turn_base_0"})
+    environment = "core.bfcl-multi-turn"
+    row = {"entry_id": "multi_turn_base_0"}
 
 
 def test_gold_replays_score_one_for_twenty_entries():

@@ -3,6 +3,10 @@
 class TestPlugin(PluginContract):
     plugin = "funreason"
     expected = {"recipes": ["funreason.sft"], "rewards": ["funreason.ast"]}
+
+Every contract names what it checks by its registered name and loads it through the registry,
+the way ``aworld-run`` will: a typo in a registered target fails the contract. Each test's
+docstring says what to do "If this fails".
 """
 
 from __future__ import annotations
@@ -15,6 +19,7 @@ import subprocess
 import sys
 import types
 import typing
+import warnings
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any, ClassVar
@@ -52,25 +57,51 @@ def heavy_modules_after(code: str, heavy: Sequence[str] = HEAVY_MODULES) -> list
 
 
 class PluginContract:
-    """The package's entry point loads, registers what it should and imports nothing heavy."""
+    """The package's entry point loads, registers what it should, every registered target loads
+    and the plugin module imports nothing heavy."""
 
     plugin: ClassVar[str]
     expected: ClassVar[Mapping[str, Sequence[str]]] = {}
 
+    def build_registry(self) -> registry.Registry:
+        """The registry the checks read: the installed plugins (a test may give its own)."""
+        return registry.build_registry()
+
     def test_entry_point_loads(self) -> None:
-        reg = registry.build_registry()
+        """If this fails: the entry point ``[project.entry-points.aworld_rl]`` is missing or its
+        ``plugin.py`` raised (the message is the plugin's error, as `aworld-run plugins` shows
+        it); reinstall the package (``pip install -e``) after changing its entry points."""
+        reg = self.build_registry()
         info = {p.name: p for p in reg.plugins}
         assert self.plugin in info, f"no aworld_rl entry point named '{self.plugin}'"
         assert info[self.plugin].error is None, info[self.plugin].error
 
     def test_registers_expected_names(self) -> None:
-        reg = registry.build_registry()
+        """If this fails: a name in ``expected`` is not registered (or was blocked by another
+        plugin registering it too), or a name is outside ``<plugin>.<name>``; fix the
+        ``register(...)`` call in plugin.py or ``expected``."""
+        reg = self.build_registry()
         for kind, names in self.expected.items():
             mine = {n for n, e in reg.entries[kind].items() if e.plugin == self.plugin}
             assert set(names) <= mine, f"{kind}: missing {sorted(set(names) - mine)}"
-            assert all(n.startswith(f"{self.plugin}.") for n in mine if kind != "trainers")
+            bare_ok = kind in ("trainers", "parsers")
+            assert all(n.startswith(f"{self.plugin}.") for n in mine if not bare_ok)
+
+    def test_every_registered_target_resolves(self) -> None:
+        """If this fails: a ``"module:attr"`` target in plugin.py names a module or attribute
+        that does not exist (a typo, a renamed function), or what it names has the wrong shape;
+        the message names the entry and the error. Targets whose module needs a third-party
+        library that is not installed here are skipped (an extra, e.g. verl), never a module of
+        the package itself."""
+        problems, skipped = registered_target_problems(self.build_registry(), self.plugin)
+        for line in skipped:
+            warnings.warn(f"not checked here: {line}", stacklevel=1)
+        assert not problems, "\n".join(problems)
 
     def test_plugin_import_is_light(self) -> None:
+        """If this fails: plugin.py (or aworld_rl_core.cli) imports a heavy library at import
+        time; register lazy ``"module:attr"`` strings and import heavy libraries inside the
+        functions that use them."""
         code = (
             "import importlib.metadata as md\n"
             "eps = md.entry_points(group='aworld_rl')\n"
@@ -78,6 +109,52 @@ class PluginContract:
             "import aworld_rl_core.cli\n"
         )
         assert heavy_modules_after(code) == []
+
+
+CORE_PACKAGE = "aworld_rl_core"
+_CALLABLE_KINDS = ("datasets", "environments", "rewards", "losses", "trainers", "parsers")
+
+
+def _mine(reg: registry.Registry, plugin: str) -> list[registry.Entry]:
+    return [e for kind in reg.entries.values() for e in kind.values() if e.plugin == plugin]
+
+
+def registered_target_problems(reg: registry.Registry, plugin: str) -> tuple[list[str], list[str]]:
+    """Load every target ``plugin`` registered (and each config, docs and states target) the way
+    the registry will; returns (problems, skipped), each a line per entry."""
+    problems: list[str] = []
+    skipped: list[str] = []
+    for entry in _mine(reg, plugin):
+        what = f"{entry.kind[:-1]} '{entry.name}'"
+        targets = {"target": entry.target}
+        for key in ("config", "docs", "states"):
+            if isinstance(entry.meta.get(key), str) and ":" in entry.meta[key]:
+                targets[key] = entry.meta[key]
+        for key, target in targets.items():
+            try:
+                obj = entry.load(target)
+            except registry.PluginError as exc:  # a missing module
+                missing = getattr(exc.__cause__, "name", "") or ""
+                own = target.partition(":")[0].split(".")[0]
+                if missing and missing.split(".")[0] not in (own, plugin, CORE_PACKAGE):
+                    skipped.append(f"{what}: {exc}")
+                    continue
+                problems.append(f"{what} {key} {target!r}: {exc}")
+                continue
+            except Exception as exc:
+                problems.append(f"{what} {key} {target!r}: {type(exc).__name__}: {exc}")
+                continue
+            if key == "target" and entry.kind in _CALLABLE_KINDS and not callable(obj):
+                problems.append(f"{what} {target!r} is a {type(obj).__name__}, not callable")
+            if key == "config" and not dataclasses.is_dataclass(obj):
+                problems.append(f"{what} config {target!r} is not a dataclass")
+        if isinstance(entry, registry.RecipeEntry):
+            try:
+                if not list_presets(entry.presets):
+                    problems.append(f"{what}: no YAML presets at {entry.presets!r}")
+            except Exception as exc:
+                problems.append(f"{what} presets {entry.presets!r}: {type(exc).__name__}: {exc}")
+    return problems, skipped
 
 
 def _leaves(cls: type, prefix: str = "") -> dict[str, Any]:
@@ -196,6 +273,8 @@ class RecipeContract:
         """Override to assert on the tiny-cpu run's metrics and outputs."""
 
     def test_config_is_frozen_dataclass_with_help(self) -> None:
+        """If this fails: the recipe's config must be a frozen ``kw_only`` dataclass whose every
+        field has a help text (``option(default, help=...)``); the message lists the fields."""
         cls = self.entry().config_cls()
         assert dataclasses.is_dataclass(cls)
         assert cls.__dataclass_params__.frozen  # type: ignore[attr-defined]
@@ -203,6 +282,9 @@ class RecipeContract:
         assert not undocumented, f"fields without help: {undocumented}"
 
     def test_presets_load_and_round_trip(self, tmp_path: Path) -> None:
+        """If this fails: a preset does not load (unknown key, wrong type: the error names
+        it), the ``tiny-cpu`` preset is missing, or saving and reloading a config changes it (a
+        field whose YAML form does not read back)."""
         entry = self.entry()
         presets = list_presets(entry.presets)
         assert "tiny-cpu" in presets, "every recipe ships a tiny-cpu preset"
@@ -215,6 +297,9 @@ class RecipeContract:
             assert to_dict(again) == to_dict(cfg)
 
     def test_override_changes_exactly_that_key(self) -> None:
+        """If this fails: a ``key=value`` override changed another key too (a ``__post_init__``
+        that derives fields) or cannot be applied; give a valid value in ``override_values`` for
+        keys a type alone cannot produce."""
         presets = [None, *list_presets(self.entry().presets)]
         problems = {
             p or "(no preset)": override_problems(self.recipe, p, self.override_values)
@@ -223,6 +308,9 @@ class RecipeContract:
         assert not any(problems.values()), {k: v for k, v in problems.items() if v}
 
     def test_tiny_cpu_runs(self, tmp_path: Path, aworld_home: Path) -> None:
+        """If this fails: the recipe's ``tiny-cpu`` preset does not run to completion on CPU
+        (the run's status, config.yaml and report.md are checked, then ``check_result``); run
+        ``aworld-run RECIPE --preset tiny-cpu`` to see the error."""
         if not self.run_tiny_cpu:
             pytest.skip("this recipe's tiny-cpu run is tested elsewhere")
         entry = self.entry()
@@ -241,12 +329,10 @@ class RecipeContract:
         self.check_result(result, run.dir)
 
 
-class EnvironmentContract:
-    """The Environment protocol: messages out, never an exception on model text.
-
-    ``make_env()`` builds one episode's environment the way its factory does
-    (``factory(row, **options)``).
-    """
+class EnvironmentProtocolContract:
+    """The Environment protocol, for an environment a package builds itself and never registers
+    (a synthesis stage's); a registered one uses :class:`EnvironmentContract`. Override
+    ``make_env()`` to build one episode's environment."""
 
     hostile_texts: ClassVar[Sequence[str]] = (
         "",
@@ -261,6 +347,8 @@ class EnvironmentContract:
         raise NotImplementedError("return a fresh environment for one episode")
 
     def test_reset_returns_messages(self) -> None:
+        """If this fails: ``reset()`` must return the opening chat messages (a non-empty list of
+        ``{"role", "content"}`` dicts) and declared stop strings must be non-empty strings."""
         env = self.make_env()
         try:
             messages = env.reset()
@@ -270,6 +358,9 @@ class EnvironmentContract:
             env.close()
 
     def test_hostile_text_never_raises(self) -> None:
+        """If this fails: ``step`` raised on model text, or returned a step that neither ends
+        the episode nor says why; catch the bad text in ``step`` and return an error
+        observation with a float reward (model text is never trusted, never evaluated)."""
         for text in self.hostile_texts:
             env = self.make_env()
             try:
@@ -280,6 +371,38 @@ class EnvironmentContract:
                 assert isinstance(step.reward, float)
             finally:
                 env.close()
+
+
+class EnvironmentContract(EnvironmentProtocolContract):
+    """A registered environment, built through the registry as every driver builds it:
+    ``registry.get_environment(environment)(row, **options)``.
+
+    Set ``environment`` (the registered name), ``row`` (one dataset row) and ``options`` (the
+    recipe's ``env.options``; a fixture may set ``self.options``).
+    """
+
+    environment: ClassVar[str]
+    row: ClassVar[Mapping[str, Any]] = {}
+    options: Mapping[str, Any] = {}
+
+    def make_env(self) -> Environment:
+        factory = registry.get_environment(self.environment)
+        return factory(json.loads(json.dumps(dict(self.row))), **dict(self.options))
+
+    def test_built_through_the_registry(self) -> None:
+        """If this fails: the contract must build the environment by its registered name (a
+        typo in the registered target would otherwise pass); set ``environment``, ``row`` and
+        ``options`` instead of overriding ``make_env`` (or use EnvironmentProtocolContract for an
+        environment nobody registers)."""
+        assert type(self).make_env is EnvironmentContract.make_env, "do not override make_env"
+        assert getattr(self, "environment", None), "set environment = '<plugin>.<name>'"
+        entry = registry.current().get("environments", self.environment)
+        env = self.make_env()
+        try:
+            assert callable(entry.load())
+            assert isinstance(env.reset(), list)
+        finally:
+            env.close()
 
 
 def as_completion(value: Any) -> list[dict[str, Any]]:
@@ -311,18 +434,25 @@ class RewardContract:
         return fn(batch, prompts=prompts, env_return=[0.0] * len(batch), **columns)
 
     def test_signature(self) -> None:
+        """If this fails: a reward is ``fn(completions, **columns)``: the first parameter is
+        named ``completions`` and ``**kwargs`` takes the columns (``prompts``, ``env_return``
+        too)."""
         params = inspect.signature(registry.get_reward(self.reward)).parameters
         first = next(iter(params.values()), None)
         assert first is not None and first.name == "completions", "fn(completions, **columns)"
         assert any(p.kind is p.VAR_KEYWORD for p in params.values()), "accept **columns"
 
     def test_examples(self) -> None:
+        """If this fails: the reward gave other values than the hand-computed ``examples``
+        (the assertion shows both); fix the reward or, if the example was wrong, the example."""
         assert self.examples, "give at least one hand-computed example"
         for completions, columns, expected in self.examples:
             got = self.call(completions, columns)
             assert got == pytest.approx(expected)
 
     def test_garbage_completions_score(self) -> None:
+        """If this fails: the reward raised on, or gave a non-float for, malformed completions;
+        score garbage (0.0 or a penalty), never raise."""
         completions, columns, _ = self.examples[0]
         garbage = ["\x00<think>", "}{"][: len(completions)] + [""] * max(0, len(completions) - 2)
         got = self.call(garbage, columns)
@@ -343,6 +473,8 @@ class DatasetContract:
         """Override to assert on the rows' values."""
 
     def test_rows_are_json_mappings(self) -> None:
+        """If this fails: the dataset builder gave no rows, or a row that is not a mapping or
+        not JSON-serialisable (verl and LLaMA-Factory get rows as files); then ``check_rows``."""
         rows = self.rows()
         assert rows, f"{self.dataset}(**{dict(self.options)}) gave no rows"
         for row in rows:
@@ -364,6 +496,8 @@ class BackendContract:
     trains_on_cpu: ClassVar[bool] = True
 
     def test_backend_shape(self) -> None:
+        """If this fails: the registered backend class does not build with no arguments, or
+        its ``name`` differs from its registered name, or it has no ``train(job)``."""
         cls = registry.get_trainer(self.backend)
         instance = cls()
         assert instance.name == self.backend
@@ -395,6 +529,9 @@ class BackendContract:
         return TrainJob(model=model, trainer=trainer, run=run, train_rows=rows)
 
     def test_trains_two_steps_and_resumes(self, tmp_path: Path) -> None:
+        """If this fails: the backend did not train two steps of the toy job with a checkpoint
+        per step, or resuming did not continue from ``checkpoint-2`` to step 3 (logging step 3
+        alone); set ``trains_on_cpu = False`` only for a backend that cannot run here."""
         if not self.trains_on_cpu:
             pytest.skip(f"the {self.backend} backend does not train on this machine")
         backend = registry.get_trainer(self.backend)()
