@@ -29,7 +29,7 @@ import uuid
 from collections.abc import Callable
 from typing import Any
 
-from aworld_rl_core.benchmarking import best_of, report
+from aworld_rl_core.benchmarking import best_of, parse_args, report
 from aworld_rl_core.tooluse import format_python_calls
 from aworld_rl_core.tooluse.bfcl import (
     MULTI_TURN_CATEGORIES,
@@ -119,11 +119,12 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--repeats", type=int, default=5, help="runs per measurement (best kept)")
     parser.add_argument("--json", help="also write the figures to this file")
-    args = parser.parse_args(argv)
+    parser.add_argument("--entries", type=int, default=None, help="first N per category (all)")
+    args = parse_args(parser, argv, short={"repeats": 1, "entries": 3})
 
     ref = BfclReference(tempfile.mkdtemp(prefix="bfcl-bench-"))
-    multi = [e for c in MULTI_TURN_CATEGORIES for e in load_category(c)]
-    single = [e for c in PYTHON_AST_CATEGORIES for e in load_category(c)]
+    multi = [e for c in MULTI_TURN_CATEGORIES for e in load_category(c)[: args.entries]]
+    single = [e for c in PYTHON_AST_CATEGORIES for e in load_category(c)[: args.entries]]
     texts = [format_python_calls(ground_truth_calls(e)) for e in single]
 
     def forget(result: Any) -> None:

@@ -21,6 +21,8 @@ import time
 from pathlib import Path
 from typing import Any
 
+from aworld_rl_core.benchmarking import parse_args
+
 NAME = "aworld_rl_core_baseline"
 
 
@@ -50,7 +52,8 @@ def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--baseline", type=Path, help="an aworld_rl_core src/ (required)")
     parser.add_argument("--repeats", type=int, default=15, help="alternating rounds (best kept)")
-    args, _ = parser.parse_known_args(argv)
+    here = Path(__file__).resolve().parents[1] / "src"
+    args = parse_args(parser, argv, short={"repeats": 1, "baseline": here}, known=True)
     if args.baseline is None:
         print("call_bounds: skipped (give --baseline DIR, an older aworld_rl_core src/)")
         return

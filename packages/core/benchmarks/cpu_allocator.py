@@ -17,7 +17,7 @@ import json
 import subprocess
 import sys
 
-from aworld_rl_core.benchmarking import Measured, best_of, compare, report
+from aworld_rl_core.benchmarking import Measured, best_of, compare, parse_args, report
 
 
 def child(args: argparse.Namespace) -> None:
@@ -86,7 +86,7 @@ def main() -> None:
     parser.add_argument("--repeats", type=int, default=3)
     parser.add_argument("--json")
     parser.add_argument("--child", choices=["kept", "default"], help=argparse.SUPPRESS)
-    args = parser.parse_args()
+    args = parse_args(parser, short={"tokens": 64, "supervised": 16, "steps": 1, "repeats": 1})
     if args.child:
         child(args)
         return

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import argparse
 
-from aworld_rl_core.benchmarking import best_of, report
+from aworld_rl_core.benchmarking import best_of, parse_args, report
 
 
 def main() -> None:
@@ -21,7 +21,9 @@ def main() -> None:
     parser.add_argument("--batch", type=int, default=2)
     parser.add_argument("--repeats", type=int, default=3)
     parser.add_argument("--json")
-    args = parser.parse_args()
+    args = parse_args(
+        parser, short={"prompt_tokens": 32, "answer_tokens": 8, "batch": 1, "repeats": 1}
+    )
 
     import torch
 

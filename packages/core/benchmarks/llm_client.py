@@ -17,6 +17,7 @@ import tempfile
 import time
 from pathlib import Path
 
+from aworld_rl_core.benchmarking import parse_args
 from aworld_rl_core.llm import JsonlSink, OpenAIClient, run_jobs
 from aworld_rl_core.llm.scripted_server import ScriptedLLMServer
 
@@ -68,7 +69,7 @@ def main() -> None:
     parser.add_argument("--n1", type=int, default=30, help="requests at concurrency 1")
     parser.add_argument("--n32", type=int, default=640, help="requests at concurrency 32")
     parser.add_argument("--json", type=Path, default=None, help="also write the figures here")
-    args, _ = parser.parse_known_args()
+    args = parse_args(parser, short={"repeats": 1, "n1": 2, "n32": 8}, known=True)
     with ScriptedLLMServer(latency_s=LATENCY_S) as server:
         base = server.base_url
         c1 = max(chat_many_rps(base, args.n1, 1) for _ in range(args.repeats))

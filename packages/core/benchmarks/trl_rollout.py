@@ -17,7 +17,7 @@ import functools
 from dataclasses import replace
 from pathlib import Path
 
-from aworld_rl_core.benchmarking import compare_rollouts, measure
+from aworld_rl_core.benchmarking import compare_rollouts, measure, parse_args
 
 
 def _play(model, tokenizer, episodes: int, turns: int, new_tokens: int, batch_size, seed: int):
@@ -54,7 +54,7 @@ def main() -> None:
     parser.add_argument("--max-new-tokens", type=int, default=16)
     parser.add_argument("--repeats", type=int, default=3)
     parser.add_argument("--json", type=Path, help="also write the figures to this file")
-    args = parser.parse_args()
+    args = parse_args(parser, short={"episodes": 2, "turns": 1, "max_new_tokens": 2, "repeats": 1})
 
     from aworld_rl_core.models import load_model_and_tokenizer
     from aworld_rl_core.models.config import ModelConfig

@@ -7,6 +7,7 @@ is still an arrow. The picture and the reasons are in docs/architecture.md.
 from __future__ import annotations
 
 import ast
+import re
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -251,3 +252,17 @@ def test_the_check_sees_packages_crossing(tmp_path, source, text, why):
     """If this fails: the checker no longer tells core and paper packages apart."""
     edges = _fake_tree(tmp_path, {source: text, "aworld_rl_funreason": "", "aworld_rl_v2p": ""})
     assert len(upward_arrows(edges)) == 1 and why in upward_arrows(edges)[0]
+
+
+def test_docs_architecture_names_every_layer_part():
+    """If this fails: docs/architecture.md no longer matches the layers checked here; update
+    its table (a part added to KERNEL, WINGS or APPS belongs in the picture too)."""
+    text = (ROOT / "docs" / "architecture.md").read_text(encoding="utf-8")
+    rows = {
+        "kernel": KERNEL - {""},
+        "wings": WINGS,
+        "core apps": APPS,
+    }
+    for layer, parts in rows.items():
+        row = next(line for line in text.splitlines() if line.startswith(f"| {layer} |"))
+        assert set(re.findall(r"`(\w+)`", row.split("|")[2])) == parts, layer

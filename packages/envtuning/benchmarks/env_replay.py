@@ -23,7 +23,7 @@ import tempfile
 from pathlib import Path
 from typing import Any
 
-from aworld_rl_core.benchmarking import best_of, report
+from aworld_rl_core.benchmarking import best_of, parse_args, report
 from aworld_rl_core.tooluse.bfcl import MULTI_TURN_CATEGORIES, load_category, version
 from aworld_rl_core.tooluse.bfcl.reference import BfclReference
 from aworld_rl_envtuning.env import EnvTuningEnv
@@ -55,8 +55,9 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--repeats", type=int, default=3, help="runs per side (best kept)")
     parser.add_argument("--json", type=Path, help="also write the figures to this file")
-    args = parser.parse_args(argv)
-    entries = [e for c in MULTI_TURN_CATEGORIES for e in load_category(c)]
+    parser.add_argument("--entries", type=int, default=None, help="first N per category (all)")
+    args = parse_args(parser, argv, short={"repeats": 1, "entries": 2})
+    entries = [e for c in MULTI_TURN_CATEGORIES for e in load_category(c)[: args.entries]]
     texts = [[t for turn in ground_truth_responses(e) for t in turn] for e in entries]
     with tempfile.TemporaryDirectory() as root:
         ref = BfclReference(root)

@@ -19,7 +19,7 @@ import os
 import tempfile
 from typing import Any
 
-from aworld_rl_core.benchmarking import measure, report
+from aworld_rl_core.benchmarking import measure, parse_args, report
 from aworld_rl_core.llm import OpenAIClient
 from aworld_rl_core.llm.scripted_server import ScriptedLLMServer
 from aworld_rl_core.testing.bfcl_agents import scripted_replies
@@ -71,9 +71,10 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
     parser.add_argument("--stride", type=int, default=10, help="concurrency 1 plays every Nth")
     parser.add_argument("--concurrency", type=int, default=64)
     parser.add_argument("--json", help="also write the figures to this file")
-    args = parser.parse_args(argv)
+    parser.add_argument("--entries", type=int, default=None, help="first N per category (all)")
+    args = parse_args(parser, argv, short={"stride": 2, "concurrency": 4, "entries": 2})
     os.environ.setdefault("BFCL_PROJECT_ROOT", tempfile.mkdtemp(prefix="bfcl-bench-"))
-    entries = [e for c in MULTI_TURN_CATEGORIES for e in load_category(c)]
+    entries = [e for c in MULTI_TURN_CATEGORIES for e in load_category(c)[: args.entries]]
     scripts = {e.id: ground_truth_replies(e) for e in entries}
     reply = scripted_replies(scripts, key=lambda body: body["user"])
     with ScriptedLLMServer(reply, latency_s=LATENCY_S) as server:

@@ -20,14 +20,21 @@ import sys
 from pathlib import Path
 from typing import Any
 
+from aworld_rl_core.benchmarking import parse_args
+
 ARMS = {"curriculum": "tiny-cpu", "plain GRPO": "tiny-cpu-ablation"}
+SHORT_OVERRIDES = [  # --short: a warm start of 2 steps, 4 held-out entries
+    "warm_start.steps=2",
+    "warm_start.entries=4",
+    "evaluation.entries_per_category=1",
+]
 
 
 def run_dir(out: Path, arm: str, seed: int) -> Path:
     return out / f"{ARMS[arm]}-seed{seed}"
 
 
-def run(out: Path, arm: str, seed: int) -> float:
+def run(out: Path, arm: str, seed: int, overrides: list[str] | None = None) -> float:
     """Train one arm at one seed; the CPU seconds of the child (user + system)."""
     before = resource.getrusage(resource.RUSAGE_CHILDREN)
     command = [
@@ -40,6 +47,7 @@ def run(out: Path, arm: str, seed: int) -> float:
         "--output-dir",
         str(run_dir(out, arm, seed)),
         f"trainer.seed={seed}",
+        *(overrides or []),
     ]
     subprocess.run(command, check=True)
     after = resource.getrusage(resource.RUSAGE_CHILDREN)
@@ -116,13 +124,14 @@ def main() -> None:
     parser.add_argument("--seeds", type=int, nargs="+", default=[0, 1, 2])
     parser.add_argument("--out", type=Path, default=Path("microworld-ablation"))
     parser.add_argument("--no-run", action="store_true", help="only read the runs in --out")
-    args = parser.parse_args()
+    parser.add_argument("--set", nargs="*", default=[], help="key=value overrides of every run")
+    args = parse_args(parser, short={"seeds": [0], "set": SHORT_OVERRIDES})
     args.out.mkdir(parents=True, exist_ok=True)
     cpu: dict[str, float] = {}
     if not args.no_run:
         for seed in args.seeds:
             for arm in ARMS:
-                cpu[f"{arm}/seed{seed}"] = run(args.out, arm, seed)
+                cpu[f"{arm}/seed{seed}"] = run(args.out, arm, seed, args.set)
     found = collect(args.out, args.seeds)
     (args.out / "ablation.json").write_text(
         json.dumps({"runs": found, "cpu_seconds": cpu}, indent=1), encoding="utf-8"

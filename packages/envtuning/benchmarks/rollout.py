@@ -16,7 +16,7 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
-from aworld_rl_core.benchmarking import Measured, compare_rollouts, measure
+from aworld_rl_core.benchmarking import Measured, compare_rollouts, measure, parse_args
 
 
 def play(model: Any, tokenizer: Any, entry_ids: list[str], args: Any, batch_size: Any) -> Measured:
@@ -65,7 +65,9 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
     parser.add_argument("--max-new-tokens", type=int, default=16)
     parser.add_argument("--repeats", type=int, default=2)
     parser.add_argument("--json", type=Path)
-    args = parser.parse_args(argv)
+    args = parse_args(
+        parser, argv, short={"episodes": 2, "turns": 1, "max_new_tokens": 2, "repeats": 1}
+    )
 
     from aworld_rl_core.models import load_model_and_tokenizer
     from aworld_rl_core.models.config import ModelConfig

@@ -14,6 +14,7 @@ import tempfile
 import time
 from pathlib import Path
 
+from aworld_rl_core.benchmarking import parse_args
 from aworld_rl_core.llm.config import LLMConfig
 from aworld_rl_core.llm.factory import make_client
 from aworld_rl_core.llm.scripted_server import ScriptedLLMServer
@@ -61,7 +62,7 @@ def main() -> None:
     ap.add_argument("--samples", type=int, default=48)
     ap.add_argument("--latency", type=float, default=0.05)
     ap.add_argument("--concurrency", type=int, nargs="+", default=[1, 4, 16, 48])
-    args = ap.parse_args()
+    args = parse_args(ap, short={"samples": 4, "latency": 0.001, "concurrency": [1, 4]})
     samples = _samples(args.samples)
     with ScriptedLLMServer(scripted_reply(), latency_s=args.latency) as server:
         results = {}

@@ -16,6 +16,7 @@ import time
 import torch
 import torch.nn.functional as F
 
+from aworld_rl_core.benchmarking import parse_args
 from aworld_rl_funreason.loss import srml_loss
 
 
@@ -33,7 +34,7 @@ def main() -> None:
     ap.add_argument("--vocab", type=int, default=32768)
     ap.add_argument("--repeats", type=int, default=15)
     ap.add_argument("--threads", type=int, default=1)
-    args = ap.parse_args()
+    args = parse_args(ap, short={"batch": 1, "length": 16, "vocab": 64, "repeats": 1})
     torch.manual_seed(0)
     torch.set_num_threads(args.threads)
     b, t, v = args.batch, args.length, args.vocab

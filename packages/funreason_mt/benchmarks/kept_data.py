@@ -20,6 +20,7 @@ import tempfile
 from pathlib import Path
 from typing import Any
 
+from aworld_rl_core.benchmarking import parse_args
 from aworld_rl_funreason_mt.demo import DemoOracle
 from aworld_rl_funreason_mt.sampler import SamplerConfig
 from aworld_rl_funreason_mt.synthesis import Drop, Retry, SynthesisConfig, Synthesizer
@@ -116,7 +117,7 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--records", type=int, default=20, help="trajectories per configuration")
     parser.add_argument("--json", type=Path, help="also write the figures to this file")
-    args = parser.parse_args(argv)
+    args = parse_args(parser, argv, short={"records": 2})
     space = ToolSpace()
     graph = build_graph(space)
     loose = SamplerConfig(after_target="random", target_choice="uniform")

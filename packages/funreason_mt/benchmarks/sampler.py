@@ -18,7 +18,7 @@ import random
 from pathlib import Path
 from typing import Any
 
-from aworld_rl_core.benchmarking import best_of, compare, report
+from aworld_rl_core.benchmarking import best_of, compare, parse_args, report
 from aworld_rl_core.tooluse import parse_python_calls
 from aworld_rl_funreason_mt.discovery import build_graph
 from aworld_rl_funreason_mt.sampler import DirectedSampler, Trace
@@ -53,7 +53,7 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
     parser.add_argument("--seeds", type=int, default=3, help="traces per target tool")
     parser.add_argument("--repeats", type=int, default=3, help="runs per side (best kept)")
     parser.add_argument("--json", type=Path, help="also write the figures to this file")
-    args = parser.parse_args(argv)
+    args = parse_args(parser, argv, short={"seeds": 1, "repeats": 1})
     space = ToolSpace()
     graph = build_graph(space)
     sampler = DirectedSampler(graph, space)

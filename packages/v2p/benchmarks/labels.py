@@ -14,7 +14,7 @@ from pathlib import Path
 
 import torch
 
-from aworld_rl_core.benchmarking import best_of, compare, report
+from aworld_rl_core.benchmarking import best_of, compare, parse_args, report
 from aworld_rl_v2p.labels import patch_labels
 
 HEIGHT, WIDTH, PATCH = 1792, 3192, 28
@@ -43,7 +43,7 @@ def main(argv=None):
     parser.add_argument("--boxes", type=int, default=20)
     parser.add_argument("--repeats", type=int, default=3)
     parser.add_argument("--json", type=Path)
-    args = parser.parse_args(argv)
+    args = parse_args(parser, argv, short={"boxes": 2, "repeats": 1})
     rng = random.Random(0)
     boxes = []
     for _ in range(args.boxes):

@@ -16,7 +16,7 @@ from pathlib import Path
 
 import numpy as np
 
-from aworld_rl_core.benchmarking import best_of, compare, report
+from aworld_rl_core.benchmarking import best_of, compare, parse_args, report
 from aworld_rl_v2p.readout import predict_points
 
 ROWS, COLS = 64, 114
@@ -70,7 +70,7 @@ def main(argv=None):
     parser.add_argument("--maps", type=int, default=50)
     parser.add_argument("--repeats", type=int, default=3)
     parser.add_argument("--json", type=Path)
-    args = parser.parse_args(argv)
+    args = parse_args(parser, argv, short={"maps": 2, "repeats": 1})
     figures = {"maps": args.maps, "patches": ROWS * COLS}
     kinds = {"peaked": maps(args.maps), "diffuse": maps(args.maps, 1, (1, 2), (8, 20))}
     for kind, attn in kinds.items():

@@ -7,13 +7,39 @@ run, which spreads any remaining load evenly, and each keeps its fastest run.
 
 from __future__ import annotations
 
+import argparse
 import json
 import time
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from functools import partial
 from pathlib import Path
 from typing import Any
+
+SHORT_HELP = (
+    "CI's short mode: tiny inputs and one repeat, so that the script's code runs end to end; "
+    "its figures mean nothing (explicit options still win)"
+)
+
+
+def parse_args(
+    parser: argparse.ArgumentParser,
+    argv: Sequence[str] | None = None,
+    *,
+    short: Mapping[str, Any],
+    known: bool = False,
+) -> argparse.Namespace:
+    """``parser``'s arguments plus ``--short``: with it, the defaults become ``short`` (tiny
+    inputs, one repeat; CI runs every benchmark this way so that an API change breaking one fails
+    CI). ``known``: ignore unknown arguments (``parse_known_args``). ``args.short`` says which."""
+    parser.add_argument("--short", action="store_true", help=SHORT_HELP)
+    dests = {a.dest for a in parser._actions}
+    unknown = sorted(set(short) - dests)
+    if unknown:
+        raise ValueError(f"short values for options the parser lacks: {', '.join(unknown)}")
+    if parser.parse_known_args(argv)[0].short:
+        parser.set_defaults(**short)
+    return parser.parse_known_args(argv)[0] if known else parser.parse_args(argv)
 
 
 @dataclass(frozen=True)
