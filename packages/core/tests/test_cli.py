@@ -150,3 +150,78 @@ def test_preset_name_with_a_same_named_folder_in_the_cwd(demo_registry, tmp_path
     code = cli.main(["demo.count", "--preset", "tiny-cpu", "--output-dir", str(out_dir), "--quiet"])
     assert code == 0
     assert yaml.safe_load((out_dir / "config.yaml").read_text())["steps"] == 4
+
+
+def test_the_summary_says_when_a_tiny_model_is_the_default():
+    """A preset that forgets its model trains a random tiny one: the summary says so."""
+    from dataclasses import dataclass, field
+
+    from aworld_rl_core.models.config import ModelConfig
+
+    @dataclass(frozen=True)
+    class Judge:
+        model: ModelConfig = field(default_factory=lambda: ModelConfig(name_or_path="Qwen/Qwen3"))
+
+    @dataclass(frozen=True)
+    class Cfg:
+        model: ModelConfig = field(default_factory=ModelConfig)
+        judge: Judge = field(default_factory=Judge)
+
+    assert cli.tiny_model_notes(Cfg(), set()) == [
+        "model.name_or_path: tiny:qwen3 is the recipe's default, not named by the preset or an "
+        "override: a random tiny model, so these metrics say nothing of a real model; set "
+        "model.name_or_path=<HF id or path>"
+    ]
+    assert cli.tiny_model_notes(Cfg(), {"model.name_or_path"}) == [
+        "model.name_or_path: tiny:qwen3 (a random tiny model built from a config, no weights)"
+    ]
+    assert cli.tiny_model_notes(Cfg(model=ModelConfig(name_or_path="org/real")), set()) == []
+
+
+def test_named_keys_read_the_preset_and_the_overrides():
+    import argparse
+
+    from aworld_rl_core import registry
+
+    entry = registry.get_recipe("core.grpo")
+    args = argparse.Namespace(preset="tiny-cpu", config=None, overrides=["trainer.seed=3"])
+    named = cli._named_keys(entry, args)
+    assert {"model.name_or_path", "trainer.rl.group_size", "trainer.seed"} <= named
+    assert "model.dtype" not in named
+
+
+def test_a_missing_extra_names_the_install_command(demo_registry, tmp_path, capsys, monkeypatch):
+    from aworld_rl_core import runs
+
+    def no_trl(*args, **kwargs):
+        raise ModuleNotFoundError("No module named 'trl'", name="trl")
+
+    monkeypatch.setattr(runs, "execute", no_trl)
+    assert cli.main(["demo.count", "--output-dir", str(tmp_path / "run")]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith("aworld-run: error: recipe 'demo.count': No module named 'trl'. ")
+    assert "pip install 'aworld-rl-core[trl]'" in err
+
+
+def test_the_hint_names_the_package_extra_that_pulls_core_s(monkeypatch):
+    import importlib.metadata as md
+
+    from aworld_rl_core import registry
+
+    requires = {
+        "aworld-rl-core": ['trl<1.17,>=1.16; extra == "trl"', 'pytest; extra == "test"'],
+        "aworld-rl-mypaper": ["aworld-rl-core<0.2,>=0.1", 'aworld-rl-core[trl]; extra == "train"'],
+        "aworld-rl-bare": ["aworld-rl-core<0.2,>=0.1"],
+    }
+    monkeypatch.setattr(md, "requires", lambda dist: requires[dist])
+    hint = registry.missing_module_hint
+    assert (
+        hint("aworld-rl-mypaper", "trl")
+        == "Install it with: pip install 'aworld-rl-mypaper[train]'"
+    )
+    assert (
+        hint("aworld-rl-bare", "trl.trainer")
+        == "Install it with: pip install 'aworld-rl-core[trl]'"
+    )
+    assert hint("aworld-rl-core", "trl") == "Install it with: pip install 'aworld-rl-core[trl]'"
+    assert "Install the package that provides 'nope'" in hint("aworld-rl-bare", "nope")

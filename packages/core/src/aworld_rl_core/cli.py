@@ -214,17 +214,21 @@ def _execute(name: str, entry: Any, cfg: Any, args: argparse.Namespace, output_d
         collecting: contextlib.AbstractContextManager[list[Any]] = (
             planning() if args.dry_run else contextlib.nullcontext([])
         )
-        with collecting as plans:
-            result, run = execute(
-                name,
-                entry.run_fn(),
-                cfg,
-                output_dir=output_dir,
-                resume=args.resume,
-                overwrite=args.overwrite,
-                quiet=args.quiet,
-                command=command,
-            )
+        try:
+            with collecting as plans:
+                result, run = execute(
+                    name,
+                    entry.run_fn(),
+                    cfg,
+                    output_dir=output_dir,
+                    resume=args.resume,
+                    overwrite=args.overwrite,
+                    quiet=args.quiet,
+                    command=command,
+                )
+        except ModuleNotFoundError as exc:  # a heavy library of an extra not installed
+            hint = registry.missing_module_hint(entry.dist, exc.name or "")
+            raise AworldError(f"recipe '{name}': {exc}. {hint}") from exc
         if args.dry_run:
             if not plans:
                 raise AworldError(
@@ -242,6 +246,8 @@ def _execute(name: str, entry: Any, cfg: Any, args: argparse.Namespace, output_d
         )
         return 128 + signum
     _print_summary(name, run, result)
+    for line in tiny_model_notes(cfg, None if args.resume else _named_keys(entry, args)):
+        print(f"  {line}")
     return 0
 
 
@@ -281,6 +287,64 @@ def _print_recipe_help(entry: registry.RecipeEntry, cfg: object, shown: str | No
         print(f"  {doc.key} ({doc.type}{bounds}{resumable}, default {doc.default!r})")
         if doc.help:
             print(f"      {doc.help}")
+
+
+def tiny_model_notes(cfg: Any, named: set[str] | None) -> list[str]:
+    """A line per ``tiny:`` model in ``cfg`` (any ``*.name_or_path``): it is random, and when the
+    preset, config file or overrides did not name it (``named``: dotted keys they set), that it is
+    the recipe's default, so a preset that forgot its model does not pass for a trained one
+    (``named`` None: unknown, e.g. on --resume)."""
+    notes = []
+    for key, value in _name_or_paths(cfg, ""):
+        if not value.startswith("tiny:"):
+            continue
+        if named is None or key in named:
+            notes.append(f"{key}: {value} (a random tiny model built from a config, no weights)")
+        else:
+            notes.append(
+                f"{key}: {value} is the recipe's default, not named by the preset or an "
+                f"override: a random tiny model, so these metrics say nothing of a real model; "
+                f"set {key}=<HF id or path>"
+            )
+    return notes
+
+
+def _name_or_paths(obj: Any, prefix: str) -> list[tuple[str, str]]:
+    import dataclasses
+
+    if not dataclasses.is_dataclass(obj) or isinstance(obj, type):
+        return []
+    found = []
+    for f in dataclasses.fields(obj):
+        value = getattr(obj, f.name, None)
+        key = f"{prefix}{f.name}"
+        if f.name == "name_or_path" and isinstance(value, str):
+            found.append((key, value))
+        else:
+            found += _name_or_paths(value, key + ".")
+    return found
+
+
+def _named_keys(entry: Any, args: argparse.Namespace) -> set[str]:
+    """The dotted keys the preset, the config file and the overrides set."""
+    from aworld_rl_core.config import preset_path, read_yaml
+
+    named = {o.partition("=")[0].strip() for o in args.overrides if "=" in o}
+    files = [Path(args.config)] if args.config else []
+    if args.preset:
+        files.append(preset_path(entry.presets, args.preset))
+    for path in files:
+        named |= set(_dotted(read_yaml(path), ""))
+    return named
+
+
+def _dotted(data: Any, prefix: str) -> list[str]:
+    if not isinstance(data, dict):
+        return [prefix.rstrip(".")] if prefix else []
+    keys = []
+    for k, v in data.items():
+        keys += _dotted(v, f"{prefix}{k}.")
+    return keys
 
 
 def _print_summary(name: str, run: Any, result: Any) -> None:

@@ -436,6 +436,61 @@ def install_hint(dist: str | None, module: str) -> str:
     return f"Install the package that provides '{module}' (needed by {dist})."
 
 
+CORE_DIST = "aworld-rl-core"
+
+
+def missing_module_hint(dist: str | None, module: str) -> str:
+    """The install command for a module that a run of ``dist``'s recipe found missing: the
+    extra of ``dist`` that provides it, directly or through an extra of core it pulls in
+    (``train = ["aworld-rl-core[trl]"]``: ``pip install 'aworld-rl-mypaper[train]'``), else
+    core's own extra (``pip install 'aworld-rl-core[trl]'``)."""
+    top = module.split(".")[0]
+    own = _extras_providing(dist, top) if dist else set()
+    if own:
+        return f"Install it with: pip install '{dist}[{_best_extra(own, top)}]'"
+    core_extras = _extras_providing(CORE_DIST, top)
+    if dist and core_extras:
+        try:
+            requirements = md.requires(dist) or []
+        except md.PackageNotFoundError:
+            requirements = []
+        wanted = _best_extra(core_extras, top)
+        pulling: dict[str, bool] = {}  # dist's extra -> whether it pulls core's preferred one
+        for req in requirements:
+            extra = re.search(r"extra\s*==\s*['\"]([^'\"]+)['\"]", req)
+            pulled = re.match(r"\s*aworld[-_]rl[-_]core\s*\[([^\]]*)\]", req)
+            names = {e.strip() for e in pulled.group(1).split(",")} if pulled else set()
+            if extra and core_extras & names:
+                pulling[extra.group(1)] = pulling.get(extra.group(1), False) or wanted in names
+        if pulling:
+            best = {e for e, exact in pulling.items() if exact} or set(pulling)
+            return f"Install it with: pip install '{dist}[{_best_extra(best, top)}]'"
+    if core_extras:
+        return f"Install it with: pip install '{CORE_DIST}[{_best_extra(core_extras, top)}]'"
+    return install_hint(dist, top)
+
+
+def _best_extra(extras: set[str], module: str) -> str:
+    """The extra named like the module, else one that is not a test extra, else any."""
+    if module in extras:
+        return module
+    plain = sorted(e for e in extras if not e.startswith("test"))
+    return (plain or sorted(extras))[0]
+
+
+def _extras_providing(dist: str, module: str) -> set[str]:
+    try:
+        requirements = md.requires(dist) or []
+    except md.PackageNotFoundError:
+        return set()
+    wanted, found = _normalise(module), set()
+    for req in requirements:
+        extra = re.search(r"extra\s*==\s*['\"]([^'\"]+)['\"]", req)
+        if extra and _normalise(re.split(r"[\s;\[<>=!~]", req, maxsplit=1)[0]) == wanted:
+            found.add(extra.group(1))
+    return found
+
+
 def _normalise(name: str) -> str:
     return re.sub(r"[-_.]+", "_", name).lower()
 
