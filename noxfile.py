@@ -6,6 +6,7 @@ nox -s benchmarks -- core            a package's benchmarks (not default)
 nox -s quickstart                    the README's main job
 nox -s bfcl_official                 bfcl-eval's scorer on the eval recipes' result files
 nox -s new_package -- my_paper       start a package from packages/_template
+nox -s template                      CI: a package made from the template installs and trains
 """
 
 from __future__ import annotations
@@ -48,6 +49,7 @@ nox.options.sessions = [
     "lint",
     "typecheck",
     "tests",
+    "template",
     "tests_verl",
     "tests_llamafactory",
     "bfcl_official",
@@ -205,17 +207,9 @@ def bfcl_official(session: nox.Session) -> None:
     session.run("python", "-m", "aworld_rl_core.tooluse.bfcl.official", *runs, env=env)
 
 
-@nox.session(default=False, python=False, name="new_package")
-def new_package(session: nox.Session) -> None:
-    """Create packages/NAME from packages/_template: `nox -s new_package -- my_paper`."""
-    if not session.posargs:
-        session.error("usage: nox -s new_package -- NAME (a python identifier, e.g. my_paper)")
-    name = session.posargs[0]
-    if not name.isidentifier():
-        session.error(f"'{name}' is not a python identifier")
-    target = ROOT / "packages" / name
-    if target.exists():
-        session.error(f"{target} already exists")
+def create_package(name: str, packages_dir: Path) -> Path:
+    """Copy packages/_template to ``packages_dir/name``, renaming ``mypaper`` to ``name``."""
+    target = packages_dir / name
     shutil.copytree(ROOT / "packages" / "_template", target)
     for path in sorted(target.rglob("*"), reverse=True):
         if "mypaper" in path.name:
@@ -224,4 +218,32 @@ def new_package(session: nox.Session) -> None:
             text = path.read_text(encoding="utf-8")
             text = text.replace("aworld-rl-mypaper", "aworld-rl-" + name.replace("_", "-"))
             path.write_text(text.replace("mypaper", name), encoding="utf-8")
+    return target
+
+
+@nox.session(default=False, python=False, name="new_package")
+def new_package(session: nox.Session) -> None:
+    """Create packages/NAME from packages/_template: `nox -s new_package -- my_paper`."""
+    if not session.posargs:
+        session.error("usage: nox -s new_package -- NAME (a python identifier, e.g. my_paper)")
+    name = session.posargs[0]
+    if not name.isidentifier():
+        session.error(f"'{name}' is not a python identifier")
+    if (ROOT / "packages" / name).exists():
+        session.error(f"{ROOT / 'packages' / name} already exists")
+    target = create_package(name, ROOT / "packages")
     session.log(f"created {target}; run: nox -s \"tests(package='{name}')\"")
+
+
+@nox.session
+def template(session: nox.Session) -> None:
+    """What `nox -s new_package -- NAME` yields installs and passes its tests (its tiny-cpu GRPO
+    run included; `-- --runslow` adds the run that checks the reward rises)."""
+    tmp = Path(session.create_tmp()) / "packages"
+    shutil.rmtree(tmp, ignore_errors=True)
+    tmp.mkdir(parents=True)
+    target = create_package("ci_paper", tmp)
+    session.install(TORCH)
+    session.install("-e", "packages/core")
+    session.install("-e", f"{target}[test]")
+    session.run("pytest", str(target / "tests"), "-q", *session.posargs, env=OFFLINE)

@@ -117,3 +117,14 @@ def test_every_hook_is_documented_and_tested():
     assert HOOKS, "no hookspecs found"
     assert set(HOOKS) <= documented, f"hooks without docs: {set(HOOKS) - documented}"
     assert set(HOOKS) <= tested, f"hooks without a test: {set(HOOKS) - tested}"
+
+
+def test_the_walkthrough_shows_the_template_verbatim():
+    """If this fails: docs/hooks.md's walkthrough drifted from packages/_template; paste the
+    template's file into its block (the docs walk through exactly that package)."""
+    text = DOCS.read_text()
+    template = DOCS.parents[1] / "packages" / "_template"
+    shown = re.findall(r"`packages/_template/([^`]+)`: [^\n]*\n\n```\w+\n(.*?)\n```", text, re.S)
+    assert len(shown) >= 8
+    for rel, block in shown:
+        assert block == (template / rel).read_text().rstrip(), rel

@@ -23,10 +23,10 @@ from typing import Any
 from aworld_rl_core.benchmarking import parse_args
 
 ARMS = {"curriculum": "tiny-cpu", "plain GRPO": "tiny-cpu-ablation"}
-SHORT_OVERRIDES = [  # --short: a warm start of 2 steps, 4 held-out entries
+SHORT_OVERRIDES = [  # --short: a warm start of 2 steps on 4 entries, 2 held-out entries a point
     "warm_start.steps=2",
     "warm_start.entries=4",
-    "evaluation.entries_per_category=1",
+    "evaluation.points_per_category=1",
 ]
 
 

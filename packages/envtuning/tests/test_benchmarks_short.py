@@ -1,12 +1,14 @@
 """Every benchmarks/*.py of this package runs in its short mode (tiny inputs, one repeat, no
-timing asserted), so that an API change that breaks a benchmark fails CI."""
+timing asserted), so that an API change that breaks a benchmark fails CI. The micro-world
+ablation trains two curricula even when short: it runs with --runslow (its recipe's tiny-cpu run
+is in the default tests)."""
 
 import pytest
 
 from aworld_rl_core.testing.benchmarks import benchmark_scripts, run_short
 
 
-@pytest.mark.parametrize("script", benchmark_scripts(__file__), ids=lambda p: p.name)
+@pytest.mark.parametrize("script", benchmark_scripts(__file__, slow=["microworld_ablation.py"]))
 def test_benchmark_runs_short(script, tmp_path):
     """If this fails: the benchmark's --short run broke; run it by hand to see where."""
     run_short(script, tmp_path)

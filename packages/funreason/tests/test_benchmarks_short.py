@@ -6,7 +6,7 @@ import pytest
 from aworld_rl_core.testing.benchmarks import benchmark_scripts, run_short
 
 
-@pytest.mark.parametrize("script", benchmark_scripts(__file__), ids=lambda p: p.name)
+@pytest.mark.parametrize("script", benchmark_scripts(__file__))
 def test_benchmark_runs_short(script, tmp_path):
     """If this fails: the benchmark's --short run broke; run it by hand to see where."""
     run_short(script, tmp_path)

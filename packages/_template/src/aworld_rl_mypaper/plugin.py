@@ -4,16 +4,26 @@ from aworld_rl_core import hookimpl
 
 
 @hookimpl
+def register_datasets(register):
+    register("mypaper.topics", "aworld_rl_mypaper.data:topics", help="toy topic rows")
+
+
+@hookimpl
+def register_environments(register):
+    register("mypaper.describe", "aworld_rl_mypaper.env:DescribeEnv", help="one lowercase reply")
+
+
+@hookimpl
 def register_rewards(register):
-    register("mypaper.exact", "aworld_rl_mypaper.reward:exact_match", help="1.0 on an exact match")
+    register("mypaper.lowercase", "aworld_rl_mypaper.reward:lowercase", help="lowercase share")
 
 
 @hookimpl
 def register_recipes(register):
     register(
-        "mypaper.score",
-        config="aworld_rl_mypaper.recipe:ScoreConfig",
+        "mypaper.grpo",
+        config="aworld_rl_mypaper.recipe:GrpoConfig",
         run="aworld_rl_mypaper.recipe:run",
-        presets="aworld_rl_mypaper:configs/score",
-        help="Score fixed answers with the package's reward (replace with your method).",
+        presets="aworld_rl_mypaper:configs/grpo",
+        help="GRPO on the toy game (replace with your method).",
     )

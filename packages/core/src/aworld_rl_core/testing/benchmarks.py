@@ -5,7 +5,7 @@ In a package's tests::
 
     from aworld_rl_core.testing.benchmarks import benchmark_scripts, run_short
 
-    @pytest.mark.parametrize("script", benchmark_scripts(__file__), ids=lambda p: p.name)
+    @pytest.mark.parametrize("script", benchmark_scripts(__file__))
     def test_benchmark_runs_short(script, tmp_path):
         run_short(script, tmp_path)
 
@@ -17,20 +17,32 @@ from __future__ import annotations
 import os
 import subprocess
 import sys
+from collections.abc import Sequence
 from pathlib import Path
+from typing import Any
+
+import pytest
 
 SHORT_TIMEOUT_S = 600
 
 
-def benchmark_scripts(test_file: str | Path) -> list[Path]:
+def benchmark_scripts(test_file: str | Path, *, slow: Sequence[str] = ()) -> list[Any]:
     """The package's ``benchmarks/*.py`` (``_helpers.py`` and sub-folders such as ``gpu/``
-    excluded), for a test file in the package's ``tests/``."""
+    excluded), for a test file in the package's ``tests/``, as pytest params; the scripts named
+    in ``slow`` (even their short mode trains for minutes) are marked ``slow``."""
     package = Path(test_file).resolve().parent
     while not (package / "pyproject.toml").is_file():
         if package.parent == package:
             raise FileNotFoundError(f"no pyproject.toml above {test_file}")
         package = package.parent
-    return sorted(p for p in (package / "benchmarks").glob("*.py") if not p.name.startswith("_"))
+    scripts = sorted(p for p in (package / "benchmarks").glob("*.py") if not p.name.startswith("_"))
+    unknown = sorted(set(slow) - {p.name for p in scripts})
+    if unknown:
+        raise FileNotFoundError(f"slow benchmarks that do not exist: {', '.join(unknown)}")
+    return [
+        pytest.param(p, id=p.name, marks=[pytest.mark.slow] if p.name in slow else [])
+        for p in scripts
+    ]
 
 
 def run_short(script: Path, workdir: Path, *args: str) -> str:
