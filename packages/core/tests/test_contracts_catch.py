@@ -9,7 +9,6 @@ from aworld_rl_core.hookspecs import hookimpl
 from aworld_rl_core.testing.contracts import (
     EnvironmentContract,
     PluginContract,
-    registered_target_problems,
 )
 
 
@@ -56,7 +55,7 @@ def _ticker_registry() -> registry.Registry:
 
 
 def test_every_broken_target_is_named():
-    problems, skipped = registered_target_problems(_ticker_registry(), "ticker")
+    problems, skipped = registry.check_targets(_ticker_registry(), "ticker")
     text = "\n".join(problems)
     assert len(problems) == 6, text
     assert "environment 'ticker.say' target 'aworld_rl_core.envs.toy:LowercaseEnvTYPO'" in text
@@ -115,3 +114,17 @@ def test_the_environment_contract_builds_through_the_registry():
 
         with pytest.raises(AssertionError, match="do not override make_env"):
             Bypass().test_built_through_the_registry()
+
+
+def test_aworld_run_plugins_check_names_the_typo(capsys):
+    from aworld_rl_core import cli
+
+    with registry.use_registry(_ticker_registry()):
+        cli.main(["plugins"])  # 1: ticker-ppo's config section is no dataclass
+        assert "LowercaseEnvTYPO" not in capsys.readouterr().out  # the listing imports no target
+        assert cli.main(["plugins", "--check"]) == 1
+    out = " ".join(capsys.readouterr().out.split())
+    assert (
+        "ticker: environment 'ticker.say' target 'aworld_rl_core.envs.toy:LowercaseEnvTYPO'" in out
+    )
+    assert "not checked: parser 'ticker.lines'" in out

@@ -21,7 +21,7 @@ from aworld_rl_core import registry
 from aworld_rl_core.errors import AworldError
 
 USAGE = """\
-usage: aworld-run plugins
+usage: aworld-run plugins [--check]
        aworld-run show-config RECIPE [--preset NAME | --config FILE] [key=value ...]
        aworld-run RECIPE [--preset NAME | --config FILE] [--output-dir DIR]
                          [--resume | --overwrite] [--quiet] [--debug] [key=value ...]
@@ -88,7 +88,9 @@ def _dispatch(argv: list[str]) -> int:
         return 0 if argv else 2
     command, rest = argv[0], argv[1:]
     if command == "plugins":
-        return _plugins()
+        if any(a != "--check" for a in rest):
+            raise AworldError(f"plugins takes only --check, got {' '.join(rest)}")
+        return _plugins(check="--check" in rest)
     _warn_broken_plugins()
     if command == "show-config":
         if not rest or rest[0].startswith("-"):
@@ -97,7 +99,9 @@ def _dispatch(argv: list[str]) -> int:
     return _run(command, rest, show_only=False)
 
 
-def _plugins() -> int:
+def _plugins(check: bool = False) -> int:
+    """The installed plugins and what each registers; ``check``: also import every registered
+    target (slow: it loads the heavy modules), so that a typo in a ``"module:attr"`` shows."""
     from rich.console import Console
     from rich.markup import escape
     from rich.table import Table
@@ -140,7 +144,17 @@ def _plugins() -> int:
     console.print(table)
     for kind, name in reg.conflicts:
         console.print(f"[yellow]{escape(reg.conflict_message(kind, name))}[/yellow]")
-    return 1 if reg.failures or reg.conflicts or sections.unavailable else 0
+    broken = 0
+    for info in reg.plugins if check else []:
+        problems, skipped = registry.check_targets(reg, info.name)
+        broken += len(problems)
+        for line in problems:
+            console.print(f"[red]{escape(info.name)}: {escape(line)}[/red]")
+        for line in skipped:
+            console.print(f"[yellow]{escape(info.name)}: not checked: {escape(line)}[/yellow]")
+    if check and not broken:
+        console.print("every registered target loads")
+    return 1 if reg.failures or reg.conflicts or sections.unavailable or broken else 0
 
 
 def _warn_broken_plugins() -> None:

@@ -93,7 +93,7 @@ class PluginContract:
         the message names the entry and the error. Targets whose module needs a third-party
         library that is not installed here are skipped (an extra, e.g. verl), never a module of
         the package itself."""
-        problems, skipped = registered_target_problems(self.build_registry(), self.plugin)
+        problems, skipped = registry.check_targets(self.build_registry(), self.plugin)
         for line in skipped:
             warnings.warn(f"not checked here: {line}", stacklevel=1)
         assert not problems, "\n".join(problems)
@@ -109,52 +109,6 @@ class PluginContract:
             "import aworld_rl_core.cli\n"
         )
         assert heavy_modules_after(code) == []
-
-
-CORE_PACKAGE = "aworld_rl_core"
-_CALLABLE_KINDS = ("datasets", "environments", "rewards", "losses", "trainers", "parsers")
-
-
-def _mine(reg: registry.Registry, plugin: str) -> list[registry.Entry]:
-    return [e for kind in reg.entries.values() for e in kind.values() if e.plugin == plugin]
-
-
-def registered_target_problems(reg: registry.Registry, plugin: str) -> tuple[list[str], list[str]]:
-    """Load every target ``plugin`` registered (and each config, docs and states target) the way
-    the registry will; returns (problems, skipped), each a line per entry."""
-    problems: list[str] = []
-    skipped: list[str] = []
-    for entry in _mine(reg, plugin):
-        what = f"{entry.kind[:-1]} '{entry.name}'"
-        targets = {"target": entry.target}
-        for key in ("config", "docs", "states"):
-            if isinstance(entry.meta.get(key), str) and ":" in entry.meta[key]:
-                targets[key] = entry.meta[key]
-        for key, target in targets.items():
-            try:
-                obj = entry.load(target)
-            except registry.PluginError as exc:  # a missing module
-                missing = getattr(exc.__cause__, "name", "") or ""
-                own = target.partition(":")[0].split(".")[0]
-                if missing and missing.split(".")[0] not in (own, plugin, CORE_PACKAGE):
-                    skipped.append(f"{what}: {exc}")
-                    continue
-                problems.append(f"{what} {key} {target!r}: {exc}")
-                continue
-            except Exception as exc:
-                problems.append(f"{what} {key} {target!r}: {type(exc).__name__}: {exc}")
-                continue
-            if key == "target" and entry.kind in _CALLABLE_KINDS and not callable(obj):
-                problems.append(f"{what} {target!r} is a {type(obj).__name__}, not callable")
-            if key == "config" and not dataclasses.is_dataclass(obj):
-                problems.append(f"{what} config {target!r} is not a dataclass")
-        if isinstance(entry, registry.RecipeEntry):
-            try:
-                if not list_presets(entry.presets):
-                    problems.append(f"{what}: no YAML presets at {entry.presets!r}")
-            except Exception as exc:
-                problems.append(f"{what} presets {entry.presets!r}: {type(exc).__name__}: {exc}")
-    return problems, skipped
 
 
 def _leaves(cls: type, prefix: str = "") -> dict[str, Any]:
