@@ -29,6 +29,7 @@ response carries the index manifest hash (``X-Index-Manifest`` header and ``mani
 # no ``from __future__ import annotations``: FastAPI reads the endpoints' annotations at runtime
 import asyncio
 import contextlib
+import gc
 import json
 import logging
 import time
@@ -692,6 +693,7 @@ async def _trim_after_bursts(metrics: Metrics, every_s: float = 1.0) -> None:
         served = metrics.requests + metrics.errors + metrics.disconnects
         if served != seen and metrics.in_flight == 0 and metrics.queue_depth == 0:
             seen = served
+            gc.collect()  # cycles (exceptions' frames) hold results until a collection
             await asyncio.to_thread(trim)
             metrics.trims += 1
 
