@@ -288,3 +288,24 @@ def test_no_result_outlives_its_request(hash_index):
         return left
 
     assert asyncio.run(main()) == 0
+
+
+def _children(pid: int) -> list[int]:
+    out: list[int] = []
+    for task in Path(f"/proc/{pid}/task").iterdir():
+        out += [int(c) for c in (task / "children").read_text().split()]
+    return out
+
+
+def test_kill_9_of_the_serve_recipe_leaves_nothing_listening(hash_index, tmp_path):
+    """The in-process server (uvicorn in a thread) starts no child process, so a kill -9 of
+    ``aworld-run rag_r1.serve`` leaves nothing behind: no process, no open port. (Replicas on Ray
+    Serve are Ray's processes: Ray's reaper ends them with the driver.)"""
+    live = Live(hash_index, tmp_path / "serve")
+    assert httpx.get(live.base + "/health", timeout=30).status_code == 200
+    assert _children(live.proc.pid) == []
+    live.proc.kill()
+    live.proc.wait(timeout=30)
+    live.stop()
+    with pytest.raises(httpx.ConnectError):
+        httpx.get(live.base + "/health", timeout=5)
