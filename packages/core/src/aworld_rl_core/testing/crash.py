@@ -339,12 +339,13 @@ def check_full_disk(case: CrashCase, disk: Any, root: Path) -> list[str]:
 
 def fuzz_for(
     cases: Iterator[Any], target: Callable[[Any], Any], cpu_seconds: float
-) -> tuple[int, list[tuple[Any, BaseException]]]:
+) -> tuple[int, list[tuple[Any, Exception]]]:
     """Call ``target`` on generated cases until this process has spent ``cpu_seconds`` of CPU
     time (``time.process_time``: a budget that does not depend on how loaded the machine is);
     returns how many ran and the cases that raised, with what."""
     spent_from = time.process_time()
-    ran, failures = 0, []
+    ran = 0
+    failures: list[tuple[Any, Exception]] = []
     for case in cases:
         if time.process_time() - spent_from >= cpu_seconds:
             break
