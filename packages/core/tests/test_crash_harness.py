@@ -101,4 +101,4 @@ def test_grpo_killed_at_a_random_point_resumes_to_the_same_metrics(tmp_path, see
         env={"AWORLD_RL_HOME": str(tmp_path / "home")},
     )
     report = check_kill_resume(case, tmp_path / "runs", seed)
-    assert report.differences == [], report.summary()
+    assert report.killed and report.differences == [], report.summary()

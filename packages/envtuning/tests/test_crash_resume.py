@@ -17,4 +17,4 @@ def test_curriculum_killed_at_a_random_point_resumes_to_the_same_history(tmp_pat
     env["BFCL_PROJECT_ROOT"] = os.environ.get("BFCL_PROJECT_ROOT", str(tmp_path / "bfcl"))
     case = CrashCase("envtuning.curriculum", env=env)
     report = check_kill_resume(case, tmp_path / "runs", seed)
-    assert report.differences == [], report.summary()
+    assert report.killed and report.differences == [], report.summary()

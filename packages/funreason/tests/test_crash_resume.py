@@ -18,4 +18,4 @@ def test_sft_killed_at_a_random_point_resumes_to_the_same_metrics(tmp_path, seed
         "funreason.sft", overrides=("trainer.save_steps=1", "trainer.max_steps=3"), env=env
     )
     report = check_kill_resume(case, tmp_path / "runs", seed)
-    assert report.differences == [], report.summary()
+    assert report.killed and report.differences == [], report.summary()

@@ -16,4 +16,4 @@ def test_synthesize_killed_at_a_random_point_resumes_to_the_same_records(tmp_pat
     env["BFCL_PROJECT_ROOT"] = os.environ.get("BFCL_PROJECT_ROOT", str(tmp_path / "bfcl"))
     case = CrashCase("funreason_mt.synthesize", env=env)
     report = check_kill_resume(case, tmp_path / "runs", seed)
-    assert report.differences == [], report.summary()
+    assert report.killed and report.differences == [], report.summary()

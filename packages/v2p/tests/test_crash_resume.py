@@ -11,4 +11,4 @@ from aworld_rl_core.testing.crash import CrashCase, check_kill_resume
 def test_generate_killed_at_a_random_point_resumes_to_the_same_data(tmp_path, seed):
     case = CrashCase("v2p.generate", env={"AWORLD_RL_HOME": str(tmp_path / "home")})
     report = check_kill_resume(case, tmp_path / "runs", seed)
-    assert report.differences == [], report.summary()
+    assert report.killed and report.differences == [], report.summary()

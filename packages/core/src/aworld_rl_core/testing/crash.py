@@ -28,6 +28,7 @@ import math
 import os
 import random
 import re
+import shutil
 import signal
 import subprocess
 import sys
@@ -143,18 +144,21 @@ def check_kill_resume(case: CrashCase, root: Path, seed: int) -> CrashReport:
     took = time.monotonic() - began
     start = ready if ready is not None else 0.0
     kill_after = random.Random(seed).uniform(start, max(start, took))
-    proc = _start(case, command(case, killed), root / "killed.log")
-    began = time.monotonic()
-    try:
-        proc.wait(timeout=kill_after)
-        was_killed = False  # it finished first (a quicker run this time)
-    except subprocess.TimeoutExpired:
-        _kill_group(proc)
-        was_killed = True
-    if not (killed / "config.yaml").is_file():  # killed before the run directory was written
-        _finish(case, command(case, killed), root / "resumed.log")
-    else:
-        _finish(case, command(case, killed, resume=True), root / "resumed.log")
+    was_killed = False
+    for attempt in range(4):  # a run quicker than the uninterrupted one may finish first
+        if attempt:
+            shutil.rmtree(killed, ignore_errors=True)
+            kill_after = start + (kill_after - start) / 2
+        proc = _start(case, command(case, killed), root / "killed.log")
+        try:
+            proc.wait(timeout=kill_after)
+        except subprocess.TimeoutExpired:
+            _kill_group(proc)
+            was_killed = True
+            break
+    if was_killed:  # (never interrupted: the completed run is compared as it is)
+        resume = (killed / "config.yaml").is_file()  # else killed before its directory existed
+        _finish(case, command(case, killed, resume=resume), root / "resumed.log")
     differences = compare_runs(whole, killed, ignore=case.ignore)
     return CrashReport(case, seed, kill_after, was_killed, differences, whole, killed)
 
