@@ -55,6 +55,10 @@ def latest_checkpoint(directory: Path, prefix: str = "checkpoint-") -> Path | No
     return found[-1] if found else None
 
 
+class _AlreadyTrained(Exception):
+    """A resumed ``Trainer`` reached ``training_step`` with every step already done."""
+
+
 class AtomicCheckpoints(_Trainer):
     """Mixin for a transformers ``Trainer`` (put it first among the bases): each checkpoint is
     saved into ``<output_dir>/.staging/checkpoint-N`` and renamed to ``<output_dir>/checkpoint-N``
@@ -63,6 +67,24 @@ class AtomicCheckpoints(_Trainer):
     process alone clears, renames and rotates, between barriers around every rank's save."""
 
     _staging_checkpoint = False
+
+    def train(self, *args: Any, **kwargs: Any) -> Any:
+        """A resume from a checkpoint at ``max_steps`` (a run killed after its last save) ends
+        there: transformers would train one step more, so the resumed run's weights and
+        metrics would differ from the uninterrupted run's."""
+        try:
+            return super().train(*args, **kwargs)
+        except _AlreadyTrained:
+            from transformers.trainer_utils import TrainOutput
+
+            losses = [e["loss"] for e in self.state.log_history if "loss" in e]
+            loss = sum(losses) / len(losses) if losses else 0.0
+            return TrainOutput(self.state.global_step, loss, {})
+
+    def training_step(self, *args: Any, **kwargs: Any) -> Any:
+        if 0 < self.state.max_steps <= self.state.global_step:  # resumed at the end
+            raise _AlreadyTrained(self.state.global_step)
+        return super().training_step(*args, **kwargs)
 
     def _get_output_dir(self, trial: Any) -> str:
         real = super()._get_output_dir(trial)

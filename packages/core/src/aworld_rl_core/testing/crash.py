@@ -253,12 +253,21 @@ def _compare_file(name: str, a: Path, b: Path, run_a: Path, run_b: Path) -> list
     return [] if ba == bb else [f"{name}: content differs"]
 
 
+# transformers' pickled TrainingArguments: the resumed run's own (its resume flag, log dir)
+NOT_COMPARED = frozenset({"training_args.bin"})
+
+
 def _visible_files(folder: Path) -> list[Path]:
-    """Files under ``folder``, relative, without hidden ones (locks, temporaries)."""
+    """Files under ``folder``, relative, without hidden ones (locks, temporaries) and
+    ``NOT_COMPARED``."""
     if not folder.is_dir():
         return []
     found = (p.relative_to(folder) for p in folder.rglob("*") if p.is_file())
-    return sorted(p for p in found if not any(part.startswith(".") for part in p.parts))
+    return sorted(
+        p
+        for p in found
+        if not any(part.startswith(".") for part in p.parts) and p.name not in NOT_COMPARED
+    )
 
 
 def _outputs(run_dir: Path) -> dict[str, str]:
