@@ -36,7 +36,7 @@ ROWS = [{"step": 1, "loss": 0.5, "time": 1.0, "step_time": 3.0}, {"step": 2, "lo
 
 def test_equal_runs_differ_only_in_timing_and_their_own_path(tmp_path):
     a = _run(tmp_path / "a", ROWS, {"out.jsonl": '{"x": 1}\n{"x": 2, "seconds": 4}\n'})
-    later = [{**ROWS[0], "time": 9.0, "step_time": 7.5}, ROWS[1]]
+    later = [{"resume_found_checkpoint": 0.0}, {**ROWS[0], "time": 9.0, "step_time": 7.5}, ROWS[1]]
     b = _run(tmp_path / "b", later, {"out.jsonl": '{"x": 2, "seconds": 1}\n{"x": 1}\n'})
     assert compare_runs(a, b) == []  # JSON Lines compared as a multiset of rows
     paths = {"paths.txt": "model at <run>/final\n"}  # each run's own directory in the text

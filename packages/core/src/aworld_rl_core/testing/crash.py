@@ -181,7 +181,15 @@ def _rows(path: Path) -> list[Any]:
     if not path.is_file():
         return []
     lines = path.read_text(encoding="utf-8").splitlines()
-    return [without_timing(json.loads(line)) for line in lines if line.strip()]
+    rows = [without_timing(json.loads(line)) for line in lines if line.strip()]
+    # what a resume reports about itself (``resume_found_checkpoint``) is no training metric
+    rows = [
+        {k: v for k, v in r.items() if not str(k).startswith("resume_")}
+        if isinstance(r, dict)
+        else r
+        for r in rows
+    ]
+    return [r for r in rows if r != {}]
 
 
 def _same(a: Any, b: Any, rel: float = 1e-6) -> bool:
