@@ -14,6 +14,8 @@ import textwrap
 import time
 from pathlib import Path
 
+import pytest
+
 from aworld_rl_core.backends.checkpoints import STAGING, checkpoints, latest_checkpoint
 
 
@@ -135,6 +137,11 @@ def test_kill_9_during_a_save_still_resumes(tmp_path):
     ]
     # step 2 ran again after the kill (its checkpoint was lost) and is logged once (main: twice)
     assert steps == [1, 2, 3]
+    rows = [json.loads(line) for line in (run_dir / "metrics.jsonl").read_text().splitlines()]
+    losses = [r["loss"] for r in rows if "grad_norm" in r]
+    (summary,) = [r for r in rows if "train_loss" in r]
+    # the run's average, not only the steps after the resume (main: steps 2 and 3 only)
+    assert summary["train_loss"] == pytest.approx(sum(losses) / 3, rel=1e-6)
 
 
 def test_a_resume_after_the_last_save_trains_no_step_more(tmp_path):
