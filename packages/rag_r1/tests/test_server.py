@@ -392,3 +392,31 @@ def test_a_full_queue_sheds_load_with_429_and_retry_after(retriever):
         assert "max_queue_queries" in shed.json()["error"]
         fits = c.post("/retrieve", json={"queries": ["a"], "topk": 1})
         assert fits.status_code == 200  # 3 + 1 is within the bound
+
+
+def test_a_request_past_its_deadline_gets_a_503_and_its_work_is_dropped(retriever):
+    """A request whose search is not done by server.request_timeout_s gets a 503 with
+    Retry-After; the batcher drops its remaining chunks instead of finishing them."""
+    slow = SlowRetriever(retriever, 0.2)
+    cfg = ServerConfig(
+        max_queries=64, request_timeout_s=0.5, search_chunk_queries=2, retry_after_s=3
+    )
+    with TestClient(create_app(slow, cfg)) as c:
+        late = c.post("/retrieve", json={"queries": [f"q{i}" for i in range(40)], "topk": 1})
+        assert late.status_code == 503 and late.headers["Retry-After"] == "3"
+        assert "server.request_timeout_s" in late.json()["error"]
+        time.sleep(0.5)  # the chunk running at the deadline ends
+        metrics = c.get("/metrics").json()
+        assert metrics["timeouts"] == 1 and metrics["dropped_queries"] > 0
+        assert sum(slow.calls) < 40  # not every chunk was searched
+        assert c.post("/retrieve", json={"queries": ["a"], "topk": 1}).status_code == 200
+
+
+def test_chunked_search_equals_one_search(retriever):
+    cfg = ServerConfig(max_queries=64, search_chunk_queries=3)
+    queries = [f"who founded {i}" for i in range(11)]
+    with TestClient(create_app(retriever, cfg)) as c:
+        got = c.post("/retrieve", json={"queries": queries, "topk": 2}).json()["result"]
+    assert [[d["passage"] for d in row] for row in got] == [
+        [h.id for h in row] for row in retriever.search(queries, 2)
+    ]

@@ -11,6 +11,9 @@ the recipe's process dies without cleaning up. Two mechanisms, used together:
   and the watchdog SIGKILLs the child's whole process group, so grandchildren (chromium's
   renderer and GPU processes under chromedriver) go too.
 
+:func:`tethered_process` does both for a command and stops its whole group when the ``with``
+block ends (the LLaMA-Factory and verl launches use it).
+
 The parent-death signal fires when the *thread* that started the child exits: start tethered
 children from a thread that lives as long as they should (the main thread).
 """
@@ -23,9 +26,10 @@ import os
 import signal
 import subprocess
 import sys
+from collections.abc import Iterator, Sequence
 from typing import Any
 
-__all__ = ["reap_group_with_parent", "release", "tethered_popen_kwargs"]
+__all__ = ["reap_group_with_parent", "release", "tethered_popen_kwargs", "tethered_process"]
 
 PR_SET_PDEATHSIG = 1
 
@@ -93,3 +97,46 @@ def release(watchdog: subprocess.Popen[bytes], timeout: float = 10.0) -> None:
         watchdog._aworld_pipe = None  # type: ignore[attr-defined]
     with contextlib.suppress(subprocess.TimeoutExpired):
         watchdog.wait(timeout=timeout)
+
+
+@contextlib.contextmanager
+def tethered_process(
+    command: Sequence[str], *, stop_timeout: float = 30.0, **popen_kwargs: Any
+) -> Iterator[subprocess.Popen]:
+    """``subprocess.Popen(command, **popen_kwargs)`` in a process group of its own that dies
+    with this process (kill -9 included: parent-death signal and a watchdog on the group).
+
+    When the block ends, a group still running gets SIGTERM, then SIGKILL after
+    ``stop_timeout`` seconds; whatever is left of the group (grandchildren) is killed. The
+    child is in its own group, so a Ctrl-C at the terminal reaches this process only, which
+    stops the child on its way out.
+    """
+    proc = subprocess.Popen(list(command), **popen_kwargs, **tethered_popen_kwargs())
+    try:
+        watchdog = reap_group_with_parent(proc.pid)
+    except BaseException:
+        _stop_group(proc, 0.0)
+        raise
+    try:
+        yield proc
+    finally:
+        try:
+            _stop_group(proc, stop_timeout)
+        finally:
+            release(watchdog)
+
+
+def _stop_group(proc: subprocess.Popen, timeout: float) -> None:
+    if proc.poll() is None:
+        with contextlib.suppress(ProcessLookupError):
+            os.killpg(proc.pid, signal.SIGTERM)
+        try:
+            proc.wait(timeout=timeout)
+        except subprocess.TimeoutExpired:
+            with contextlib.suppress(ProcessLookupError):
+                os.killpg(proc.pid, signal.SIGKILL)
+            proc.wait()
+    for stream in (proc.stdin, proc.stdout, proc.stderr):
+        if stream is not None:
+            with contextlib.suppress(OSError):
+                stream.close()

@@ -53,12 +53,14 @@ class MetricsLog:
             self._wandb.log(numeric, step=step)
 
     def rewind(self, step: int) -> int:
-        """Drop the rows logged past ``step`` (rows without a step stay): a run resumed from its
-        checkpoint at ``step`` logs those steps again, and each step must appear once. The file
-        is replaced atomically; returns how many rows were dropped. (TensorBoard and W&B keep
-        what they were sent.)"""
+        """Drop the rows logged past ``step``: a run resumed from its checkpoint at ``step``
+        logs those steps again, and each step must appear once. Rows without a step stay,
+        except those after the last row kept with a step (a summary logged after training,
+        before a kill: the resumed run logs it again). The file is replaced atomically;
+        returns how many rows were dropped. (TensorBoard and W&B keep what they were sent.)"""
         self._file.close()
-        kept, dropped = [], 0
+        kept: list[tuple[str, bool]] = []  # (line, has a step)
+        dropped = 0
         for line in self.path.read_text(encoding="utf-8").splitlines():
             try:
                 record = json.loads(line)
@@ -66,12 +68,17 @@ class MetricsLog:
                 dropped += 1
                 continue
             logged = record.get("step") if isinstance(record, dict) else None
-            if isinstance(logged, (int, float)) and logged > step:
+            stepped = isinstance(logged, (int, float))
+            if stepped and logged > step:
                 dropped += 1
             else:
-                kept.append(line + "\n")
+                kept.append((line + "\n", stepped))
+        if any(stepped for _, stepped in kept):
+            while kept and not kept[-1][1]:  # stepless rows after the last step kept
+                kept.pop()
+                dropped += 1
         if dropped:
-            write_atomic(self.path, "".join(kept))
+            write_atomic(self.path, "".join(line for line, _ in kept))
         self._file = self.path.open("a", encoding="utf-8")
         return dropped
 

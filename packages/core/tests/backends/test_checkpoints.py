@@ -14,6 +14,8 @@ import textwrap
 import time
 from pathlib import Path
 
+import pytest
+
 from aworld_rl_core.backends.checkpoints import STAGING, checkpoints, latest_checkpoint
 
 
@@ -87,7 +89,8 @@ TRAIN = textwrap.dedent(
                             micro_batch_size=1, save_steps=1, seed=0, resume=resume,
                             sft=SFTConfig(max_length=64, lr_scheduler="constant"))
     job = TrainJob(model=ModelConfig(name_or_path="tiny:qwen3"), trainer=trainer,
-                   run=Run(run_dir, quiet=True, resume=resume), train_rows=[row])
+                   run=Run(run_dir, quiet=True, resume=resume),
+                   train_rows=[row] * int((sys.argv[4:] or ["1"])[0]))
     result = HfSftBackend().train(job)
     print("global_step", int(result.metrics["global_step"]))
     """
@@ -135,3 +138,41 @@ def test_kill_9_during_a_save_still_resumes(tmp_path):
     ]
     # step 2 ran again after the kill (its checkpoint was lost) and is logged once (main: twice)
     assert steps == [1, 2, 3]
+    rows = [json.loads(line) for line in (run_dir / "metrics.jsonl").read_text().splitlines()]
+    losses = [r["loss"] for r in rows if "grad_norm" in r]
+    (summary,) = [r for r in rows if "train_loss" in r]
+    # the run's average, not only the steps after the resume (main: steps 2 and 3 only)
+    assert summary["train_loss"] == pytest.approx(sum(losses) / 3, rel=1e-6)
+
+
+def test_a_resume_after_the_last_save_trains_no_step_more(tmp_path):
+    """Killed after its last checkpoint (while writing its report): the resume ends at
+    max_steps. With max_steps not a whole number of epochs (3 steps, 2 per epoch) transformers
+    trained one step more (main: global_step 4 of 3, other weights); found by the crash
+    harness (issue 29)."""
+    import torch
+    from safetensors.torch import load_file
+
+    script = tmp_path / "train.py"
+    script.write_text(TRAIN)
+    run_dir = tmp_path / "run"
+    env = {**os.environ, "HF_HUB_OFFLINE": "1", "TRANSFORMERS_OFFLINE": "1"}
+    for hang_at in ("99", "-1"):  # the whole run, then the same run resumed
+        done = subprocess.run(
+            [sys.executable, str(script), str(run_dir), "3", hang_at, "2"],
+            env=env,
+            capture_output=True,
+            text=True,
+            timeout=600,
+        )
+        assert done.returncode == 0, done.stderr[-3000:]
+        assert "global_step 3" in done.stdout, done.stdout
+    saved = run_dir / "checkpoints"
+    assert [p.name for p in checkpoints(saved)][-1] == "checkpoint-3"
+    final, last = (
+        load_file(run_dir / "model" / "model.safetensors"),
+        load_file(saved / "checkpoint-3" / "model.safetensors"),
+    )
+    assert all(torch.equal(final[k], last[k]) for k in last)
+    rows = [json.loads(line) for line in (run_dir / "metrics.jsonl").read_text().splitlines()]
+    assert [r["step"] for r in rows if "grad_norm" in r] == [1, 2, 3]

@@ -84,6 +84,45 @@ class Encoder(Protocol):
 
     def identity(self) -> dict[str, Any]: ...
 
+    def revision(self) -> dict[str, Any]: ...
+
+
+HASH_ALGORITHM = "blake2b-8 signed unigrams+bigrams v1"
+
+
+def model_files_digest(directory: str | Path) -> str:
+    """sha256 over a model directory's files (relative paths and contents, in sorted order;
+    hidden files and folders skipped): changes when any weight, config or tokenizer file does."""
+    root = Path(directory)
+    digest = hashlib.sha256()
+    for path in sorted(p for p in root.rglob("*") if p.is_file()):
+        relative = path.relative_to(root)
+        if any(part.startswith(".") for part in relative.parts):
+            continue
+        digest.update(relative.as_posix().encode() + b"\0")
+        with path.open("rb") as handle:
+            while chunk := handle.read(1 << 20):
+                digest.update(chunk)
+        digest.update(b"\0")
+    return digest.hexdigest()
+
+
+def encoder_revision(encoder: Any) -> dict[str, Any] | None:
+    """What an encoder's vectors depend on beyond its config (``encoder.revision()``), or None
+    for an encoder that does not say."""
+    revision = getattr(encoder, "revision", None)
+    return revision() if callable(revision) else None
+
+
+def _hub_commit(name: str) -> str | None:
+    """The cached snapshot's commit of a hub model id (None when not in the local cache)."""
+    try:
+        from huggingface_hub import try_to_load_from_cache
+    except ModuleNotFoundError:
+        return None
+    found = try_to_load_from_cache(name, "config.json")
+    return Path(found).parent.name if isinstance(found, str) else None
+
 
 class EncoderError(RuntimeError):
     """An encoder that cannot be loaded (names the value and what to do)."""
@@ -169,6 +208,23 @@ class SentenceTransformerEncoder:
             "dim": self.dim,
         }
 
+    def revision(self) -> dict[str, Any]:
+        """The model files' content hash (a local directory, packaged models included), else
+        the hub snapshot's commit; with the sentence-transformers version."""
+        if getattr(self, "_revision", None) is None:
+            import importlib.metadata
+
+            path = Path(resolve_model_path(self.cfg.name_or_path))
+            out: dict[str, Any] = {
+                "sentence_transformers": importlib.metadata.version("sentence-transformers")
+            }
+            if path.is_dir():
+                out["files_sha256"] = model_files_digest(path)
+            else:
+                out["hub_commit"] = _hub_commit(self.cfg.name_or_path)
+            self._revision = out
+        return dict(self._revision)
+
 
 _TOKEN = re.compile(r"\w+")
 
@@ -202,6 +258,9 @@ class HashEncoder:
 
     def identity(self) -> dict[str, Any]:
         return {"name": "hash", "family": "hash", "dim": self.dim, "normalize": self.cfg.normalize}
+
+    def revision(self) -> dict[str, Any]:
+        return {"algorithm": HASH_ALGORITHM}
 
 
 def load_encoder(cfg: EncoderConfig) -> Encoder:

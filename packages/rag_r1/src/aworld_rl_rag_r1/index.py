@@ -13,6 +13,12 @@ killed build resumes where it stopped:
    count, and the embeddings' content hash, dtype and shape; its hash travels with every
    server response.
 
+``build.json`` also records the encoder's revision (the model files' content hash, or the hub
+snapshot's commit), so a resume with other weights under the same name is refused.
+:func:`verify_index` re-checks a finished index: every shard against its checksum, the
+embeddings against the manifest's content hash, and a seeded sample of vectors recomputed from
+their passages with the encoder and compared (``rag_r1.build-index mode=verify``).
+
 A lock file (``.build.lock``, an ``flock`` the kernel drops when the build dies) refuses a
 second build into the same directory while one runs.
 
@@ -38,7 +44,7 @@ import numpy as np
 from aworld_rl_core.atomic import atomic_path, write_atomic
 from aworld_rl_core.config import option
 from aworld_rl_rag_r1.corpus import Passage, PassageStore, write_store
-from aworld_rl_rag_r1.encoders import Encoder
+from aworld_rl_rag_r1.encoders import Encoder, check_identity, encoder_revision
 
 MANIFEST = "manifest.json"
 BUILD_SPEC = "build.json"
@@ -383,7 +389,13 @@ def _build(
     on_shard: Callable[[int], None] | None,
 ) -> BuildReport:
     # what shapes a shard is part of the spec: a resume with another layout is refused
-    layout = {"index.shard_size": cfg.shard_size, "embedding_dtype": EMBEDDING_DTYPE}
+    layout: dict[str, Any] = {
+        "index.shard_size": cfg.shard_size,
+        "embedding_dtype": EMBEDDING_DTYPE,
+    }
+    revision = encoder_revision(encoder) if cfg.type != "bm25" else None
+    if revision is not None:  # the model files (or hub commit) the vectors come from
+        layout["encoder_revision"] = revision
     check_spec(directory, {**(spec or {}), **layout})
     store = build_store(passages, directory)
     n = len(store)
@@ -424,6 +436,7 @@ def _build(
         "index": _params(cfg, n),
         "embeddings": embeddings,
         "shard_size": cfg.shard_size if dense else None,
+        "encoder_revision": revision,
         "built": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
     }
     manifest["hash"] = manifest_hash(manifest)
@@ -441,3 +454,109 @@ def _params(cfg: IndexConfig, n: int) -> dict[str, Any]:
     if cfg.type == "ivfpq":
         return {"type": "ivfpq", "nlist": cfg.nlist(n), "pq_m": cfg.pq_m, "nbits": cfg.pq_nbits}
     return {"type": "bm25", "k1": cfg.bm25_k1, "b": cfg.bm25_b, "stopwords": cfg.bm25_stopwords}
+
+
+@dataclass
+class VerifyReport:
+    """What :func:`verify_index` found; ``ok`` when nothing is wrong."""
+
+    directory: Path
+    checked_rows: list[int]
+    bad_shards: list[str]
+    bad_rows: list[tuple[int, float]]  # (row, cosine between stored and recomputed vector)
+    digest_ok: bool | None  # None: the manifest records no embeddings hash (older build)
+    count_ok: bool
+    min_cosine: float
+
+    @property
+    def ok(self) -> bool:
+        return (
+            not self.bad_shards and not self.bad_rows and self.digest_ok is not False
+        ) and self.count_ok
+
+    def summary(self) -> str:
+        lines = [
+            f"verified {len(self.checked_rows)} recomputed vectors in '{self.directory}': "
+            f"lowest cosine {self.min_cosine:.6f}"
+        ]
+        if self.bad_shards:
+            lines.append(f"shards failing their checksum: {', '.join(self.bad_shards)}")
+        if self.digest_ok is False:
+            lines.append("the embeddings do not match the manifest's content hash")
+        if not self.count_ok:
+            lines.append("the index holds another number of vectors than the manifest")
+        if self.bad_rows:
+            shown = ", ".join(f"row {r} (cosine {c:.4f})" for r, c in self.bad_rows[:10])
+            lines.append(f"{len(self.bad_rows)} vector(s) differ from their passage: {shown}")
+        if not self.ok:
+            lines.append(
+                "the index is corrupt: delete its embeddings/ and index files (or the whole "
+                "index_dir) and build again"
+            )
+        return "\n".join(lines)
+
+
+def verify_index(
+    directory: str | Path,
+    encoder: Encoder,
+    *,
+    sample: int = 32,
+    seed: int = 0,
+    tolerance: float = 1e-4,
+) -> VerifyReport:
+    """Check a finished dense index against its inputs (see the module docstring).
+
+    ``sample`` rows (seeded; all rows when it is at least the count) are re-encoded from the
+    passage store; a row whose stored vector has cosine below ``1 - tolerance`` with the
+    recomputed one is reported.
+    """
+    directory = Path(directory)
+    manifest = read_manifest(directory)
+    if manifest.get("encoder") is None:
+        raise ValueError(f"'{directory}' is a BM25 index: it has no vectors to verify")
+    check_identity(manifest["encoder"], encoder)
+    n = int(manifest["count"])
+    folder = directory / EMBEDDINGS_DIR
+    paths = sorted(folder.glob("shard-*.npy"))
+    bad_shards = [p.name for p in paths if not _checksum_matches(p)]
+    recorded = manifest.get("embeddings")
+    digest_ok = None if recorded is None else embeddings_digest(paths) == recorded
+    count_ok = _index_count(directory) in (None, n)
+    stored = [np.load(p, mmap_mode="r") for p in paths]
+    offsets = np.cumsum([0, *(len(a) for a in stored)])
+    count_ok = count_ok and int(offsets[-1]) == n
+    rng = np.random.default_rng(seed)
+    rows = sorted(int(r) for r in rng.choice(n, size=min(max(sample, 0), n), replace=False))
+    store = PassageStore(directory / PASSAGES_DIR)
+    try:
+        texts = [store[r].contents for r in rows]
+    finally:
+        store.close()
+    bad_rows: list[tuple[int, float]] = []
+    low = 1.0
+    if rows:
+        fresh = np.asarray(encoder.encode_passages(texts), dtype=np.float64)
+        for row, vector in zip(rows, fresh, strict=True):
+            shard = int(np.searchsorted(offsets, row, side="right")) - 1
+            kept = np.asarray(stored[shard][row - offsets[shard]], dtype=np.float64)
+            norms = float(np.linalg.norm(kept) * np.linalg.norm(vector))
+            cosine = float(kept @ vector / norms) if norms else float(np.array_equal(kept, vector))
+            low = min(low, cosine)
+            if cosine < 1.0 - tolerance:
+                bad_rows.append((row, cosine))
+    return VerifyReport(directory, rows, bad_shards, bad_rows, digest_ok, count_ok, low)
+
+
+def _checksum_matches(path: Path) -> bool:
+    check = _checksum_path(path)
+    return check.is_file() and check.read_text(encoding="utf-8").strip() == _file_sha256(path)
+
+
+def _index_count(directory: Path) -> int | None:
+    """Vectors in ``index.faiss`` (None when there is none to read)."""
+    path = directory / INDEX_FILE
+    if not path.is_file():
+        return None
+    import faiss
+
+    return int(faiss.read_index(str(path), faiss.IO_FLAG_MMAP).ntotal)

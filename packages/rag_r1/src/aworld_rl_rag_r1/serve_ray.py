@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from aworld_rl_rag_r1.server import ServerConfig, create_app, set_threads
+from aworld_rl_rag_r1.server import ServerConfig, create_app, set_threads, use_allocator
 
 
 def build_app(retriever_spec: dict[str, Any], cfg: ServerConfig) -> Any:
@@ -18,6 +18,7 @@ def build_app(retriever_spec: dict[str, Any], cfg: ServerConfig) -> Any:
     from aworld_rl_rag_r1.retrieval import RetrieverConfig, make_retriever
 
     set_threads(cfg.threads)
+    use_allocator(cfg)
     return create_app(make_retriever(from_dict(RetrieverConfig, retriever_spec)), cfg)
 
 

@@ -11,6 +11,13 @@ for the batcher, a request is refused with a 429 and ``Retry-After``. Requests t
 while a search runs are merged into the next one: one encoder call and one index search for
 all of them; when that search fails, each merged request is searched alone, so only the
 request that fails gets the error.
+Each request has a deadline (``request_timeout_s``: a 503 with ``Retry-After`` when its search
+has not finished by then) and its body must arrive within ``body_timeout_s`` (else a 408 and
+the connection is closed). A search runs in chunks of ``search_chunk_queries``; between chunks
+the work of requests whose client disconnected or whose deadline passed is dropped, so
+abandoned work stops. A disconnect is one log line (no traceback). With ``allocator=release``
+(the default) the server hands memory back to the OS after each burst, whatever the allocator
+setting of the process (``aworld-run`` keeps freed memory for training).
 Bad requests (including bodies nested too deeply, integers over Python's 4,300 digits and
 queries that are not valid Unicode) get a 4xx with ``{"error": ..., "detail": ...}``; a
 response over ``max_results`` passages or ``max_response_bytes`` bytes is a 413 naming the
@@ -22,17 +29,20 @@ response carries the index manifest hash (``X-Index-Manifest`` header and ``mani
 # no ``from __future__ import annotations``: FastAPI reads the endpoints' annotations at runtime
 import asyncio
 import contextlib
+import gc
 import json
+import logging
 import time
 from collections import deque
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Literal
 
 from aworld_rl_core.config import option
 from aworld_rl_rag_r1.retrievers import Hit, Retriever
 
 MANIFEST_HEADER = "X-Index-Manifest"
+log = logging.getLogger("aworld_rl_rag_r1.server")
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -69,7 +79,31 @@ class ServerConfig:
         help="queries waiting for the batcher beyond which a request is refused with a 429 "
         "and Retry-After (0: no bound)",
     )
-    retry_after_s: int = option(1, help="the Retry-After seconds a 429 carries")
+    retry_after_s: int = option(1, help="the Retry-After seconds a 429 or 503 carries")
+    request_timeout_s: float = option(
+        60.0,
+        help="a request's deadline: its search not done by then is dropped and it gets a 503 "
+        "with Retry-After (0: no deadline)",
+    )
+    body_timeout_s: float = option(
+        10.0,
+        help="the whole request body must arrive within this many seconds, else a 408 and the "
+        "connection is closed (slow-body clients; 0: no limit)",
+    )
+    search_chunk_queries: int = option(
+        256,
+        help="queries per index search; between chunks the work of requests whose client left "
+        "or whose deadline passed is dropped",
+    )
+    max_connections: int = option(
+        1024, help="open connections beyond which uvicorn answers 503 (0: no limit)"
+    )
+    allocator: Literal["release", "keep"] = option(
+        "release",
+        help="release: glibc's default allocator and freed memory handed back to the OS after "
+        "each burst (a long-lived server); keep: the process's setting (aworld-run keeps freed "
+        "memory, which pins a burst's peak for good)",
+    )
     replicas: int = option(1, help="server processes (> 1 runs the same app on Ray Serve)")
     latency_window: int = option(10_000, help="recent requests the latency percentiles cover")
 
@@ -100,6 +134,11 @@ class Metrics:
     batch_queries: int = 0
     max_batch: int = 0
     queue_depth: int = 0
+    in_flight: int = 0
+    disconnects: int = 0
+    timeouts: int = 0
+    dropped_queries: int = 0
+    trims: int = 0
     started: float = field(default_factory=time.time)
     latencies: deque = field(default_factory=deque)
     batch_sizes: deque = field(default_factory=deque)
@@ -126,6 +165,11 @@ class Metrics:
             "queries": self.queries,
             "errors": self.errors,
             "queue_depth": self.queue_depth,
+            "in_flight": self.in_flight,
+            "disconnects": self.disconnects,
+            "timeouts": self.timeouts,
+            "dropped_queries": self.dropped_queries,
+            "trims": self.trims,
             "latency_ms": {
                 "p50": 1000 * percentile(ordered, 50),
                 "p99": 1000 * percentile(ordered, 99),
@@ -214,28 +258,80 @@ class MicroBatcher:
             self.metrics.batch(size)
             for topk in sorted({job.topk for job in jobs}):  # one search per distinct topk
                 await self._run([job for job in jobs if job.topk == topk], topk)
+            del jobs  # else the last batch's results stay alive while the loop waits for more
 
     async def _run(self, jobs: list[_Job], topk: int) -> None:
-        queries = [q for job in jobs for q in job.queries]
-        gold = None
-        if any(job.gold is not None for job in jobs):
-            gold = [g for job in jobs for g in (job.gold or [[] for _ in job.queries])]
-        try:
-            found = await asyncio.to_thread(self.retriever.search, queries, topk, gold)
-        except Exception as exc:
-            if len(jobs) == 1:
-                if not jobs[0].future.done():
-                    jobs[0].future.set_exception(exc)
+        """Search the jobs' queries in chunks; a job whose future is done (its client left, its
+        deadline passed) is dropped between chunks; a failing chunk is retried job by job."""
+        got: list[list[list[Hit]]] = [[] for _ in jobs]
+        chunk = max(1, self.cfg.search_chunk_queries)
+        while True:
+            picked: list[tuple[int, int, int]] = []  # (job, first query, end)
+            room = chunk
+            for i, job in enumerate(jobs):
+                if job.future.done():
+                    continue
+                start = len(got[i])
+                take = min(room, len(job.queries) - start)
+                picked.append((i, start, start + take))
+                room -= take
+                if not room:
+                    break
+            if not picked:
+                self.metrics.dropped_queries += sum(
+                    len(job.queries) - len(got[i])
+                    for i, job in enumerate(jobs)
+                    if job.future.cancelled()
+                )
                 return
-            for job in jobs:  # each request alone: only the one that fails learns why
-                if not job.future.done():
-                    await self._run([job], topk)
-            return
-        start = 0
-        for job in jobs:
-            part, start = found[start : start + len(job.queries)], start + len(job.queries)
-            if not job.future.done():
-                job.future.set_result(part)
+            try:
+                found = await self._search(jobs, picked, topk)
+            except Exception as exc:
+                if len(picked) == 1:
+                    self._fail(jobs[picked[0][0]], exc)
+                    continue
+                for piece in picked:  # each request alone: only the one that fails learns why
+                    if jobs[piece[0]].future.done():
+                        continue
+                    try:
+                        self._take(jobs, got, [piece], await self._search(jobs, [piece], topk))
+                    except Exception as exc_alone:
+                        self._fail(jobs[piece[0]], exc_alone)
+                continue
+            self._take(jobs, got, picked, found)
+
+    async def _search(
+        self, jobs: list[_Job], picked: list[tuple[int, int, int]], topk: int
+    ) -> list[list[Hit]]:
+        queries = [q for i, a, b in picked for q in jobs[i].queries[a:b]]
+        gold = None
+        if any(jobs[i].gold is not None for i, _, _ in picked):
+            gold = [
+                g
+                for i, a, b in picked
+                for g in (jobs[i].gold or [[] for _ in jobs[i].queries])[a:b]
+            ]
+        return await asyncio.to_thread(self.retriever.search, queries, topk, gold)
+
+    @staticmethod
+    def _take(
+        jobs: list[_Job],
+        got: list[list[list[Hit]]],
+        picked: list[tuple[int, int, int]],
+        found: list[list[Hit]],
+    ) -> None:
+        at = 0
+        for i, a, b in picked:
+            got[i].extend(found[at : at + b - a])
+            at += b - a
+            job = jobs[i]
+            if len(got[i]) == len(job.queries) and not job.future.done():
+                job.future.set_result(got[i])
+
+    @staticmethod
+    def _fail(job: _Job, exc: Exception) -> None:
+        if not job.future.done():
+            job.future.set_exception(exc)
 
 
 @dataclass(frozen=True)
@@ -422,7 +518,14 @@ def create_app(retriever: Retriever, cfg: ServerConfig | None = None) -> Any:
     @asynccontextmanager
     async def lifespan(_app):
         batcher.start()
+        trimmer = None
+        if cfg.allocator == "release":  # the process's setting is made by serve()
+            trimmer = asyncio.get_running_loop().create_task(_trim_after_bursts(metrics))
         yield
+        if trimmer is not None:
+            trimmer.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await trimmer
         await batcher.stop()
 
     app = FastAPI(title="aworld-rl retrieval server", lifespan=lifespan)
@@ -435,19 +538,59 @@ def create_app(retriever: Retriever, cfg: ServerConfig | None = None) -> Any:
         body = {"error": message, "detail": detail, "manifest": manifest}
         return JSONResponse(body, status_code=status, headers={**headers, **(extra or {})})
 
-    @app.post("/retrieve")
-    async def retrieve(request: Request) -> Any:
-        began = time.perf_counter()
-        declared = request.headers.get("content-length")
-        if declared and declared.isdigit() and int(declared) > cfg.max_body_bytes:
-            return error(413, f"the body has {declared} bytes; the limit is {cfg.max_body_bytes}")
+    def client_of(request: Request) -> str:
+        return f"{request.client.host}:{request.client.port}" if request.client else "a client"
+
+    def left(request: Request, when: str) -> Any:
+        metrics.disconnects += 1
+        log.warning("rag_r1 server: %s disconnected %s", client_of(request), when)
+        return Response(status_code=499)  # nobody reads it
+
+    async def read_body(request: Request) -> bytes:
         body = bytearray()
         async for piece in request.stream():
             body += piece
             if len(body) > cfg.max_body_bytes:
-                return error(413, f"the body is over the limit of {cfg.max_body_bytes} bytes")
+                raise RequestError(413, f"the body is over the limit of {cfg.max_body_bytes} bytes")
+        return bytes(body)
+
+    @app.post("/retrieve")
+    async def retrieve(request: Request) -> Any:
+        metrics.in_flight += 1
         try:
-            parsed = parse_request(bytes(body), cfg)
+            return await _retrieve(request)
+        finally:
+            metrics.in_flight -= 1
+
+    async def _retrieve(request: Request) -> Any:
+        from starlette.requests import ClientDisconnect
+
+        began = time.perf_counter()
+        declared = request.headers.get("content-length")
+        if declared and declared.isdigit() and int(declared) > cfg.max_body_bytes:
+            return error(413, f"the body has {declared} bytes; the limit is {cfg.max_body_bytes}")
+        try:
+            body = await asyncio.wait_for(read_body(request), cfg.body_timeout_s or None)
+        except RequestError as exc:
+            return error(exc.status, exc.error, exc.detail)
+        except ClientDisconnect:
+            return left(request, "while sending its request body")
+        except asyncio.TimeoutError:
+            metrics.timeouts += 1
+            log.warning(
+                "rag_r1 server: %s sent its body too slowly (over server.body_timeout_s=%s s); "
+                "connection closed",
+                client_of(request),
+                cfg.body_timeout_s,
+            )
+            return error(
+                408,
+                f"the request body did not arrive within {cfg.body_timeout_s} s "
+                "(server.body_timeout_s)",
+                extra={"Connection": "close"},
+            )
+        try:
+            parsed = parse_request(body, cfg)
         except RequestError as exc:
             return error(exc.status, exc.error, exc.detail)
         positions = searched(parsed)
@@ -459,12 +602,35 @@ def create_app(retriever: Retriever, cfg: ServerConfig | None = None) -> Any:
                 f"is {cfg.max_queue_queries}); retry after {cfg.retry_after_s} s",
                 extra={"Retry-After": str(cfg.retry_after_s)},
             )
-        try:
-            found = await _search(positions, parsed) if positions else []
-        except ValueError as exc:  # e.g. the oracle without gold ids
-            return error(422, str(exc))
-        except Exception as exc:
-            return error(500, f"retrieval failed: {type(exc).__name__}: {exc}")
+        found: list[list[Hit]] = []
+        if positions:
+            search = asyncio.ensure_future(_search(positions, parsed))
+            watch = asyncio.ensure_future(_disconnected(request))
+            try:
+                done, _ = await asyncio.wait(
+                    {search, watch},
+                    timeout=cfg.request_timeout_s or None,
+                    return_when=asyncio.FIRST_COMPLETED,
+                )
+            finally:
+                watch.cancel()
+            if search not in done:
+                search.cancel()  # its queries are dropped by the batcher
+                if watch in done:
+                    return left(request, "before its answer was ready; its search was dropped")
+                metrics.timeouts += 1
+                return error(
+                    503,
+                    f"the search did not finish within {cfg.request_timeout_s} s "
+                    f"(server.request_timeout_s); retry after {cfg.retry_after_s} s",
+                    extra={"Retry-After": str(cfg.retry_after_s)},
+                )
+            try:
+                found = search.result()
+            except ValueError as exc:  # e.g. the oracle without gold ids
+                return error(422, str(exc))
+            except Exception as exc:
+                return error(500, f"retrieval failed: {type(exc).__name__}: {exc}")
         hits = scatter(len(parsed.queries), positions, found)
         payload = {"result": render(hits, parsed.scores), "manifest": manifest}
         try:
@@ -498,6 +664,40 @@ def create_app(retriever: Retriever, cfg: ServerConfig | None = None) -> Any:
     return app
 
 
+def use_allocator(cfg: ServerConfig) -> None:
+    """``allocator=release``: glibc's defaults for this (server) process, whatever
+    ``aworld-run`` set for training (core's ``allocator``). The serve recipe and each Ray
+    replica call it; :func:`serve` leaves the process's setting alone (it may be a test's or a
+    training job's)."""
+    if cfg.allocator == "release":
+        from aworld_rl_core.allocator import release_freed_memory
+
+        release_freed_memory()
+
+
+async def _disconnected(request: Any) -> None:
+    """Returns when the client of ``request`` (whose body is read) disconnects."""
+    while True:
+        message = await request.receive()
+        if message["type"] == "http.disconnect":
+            return
+
+
+async def _trim_after_bursts(metrics: Metrics, every_s: float = 1.0) -> None:
+    """Once the server is idle after serving something, hand freed memory back to the OS."""
+    from aworld_rl_core.allocator import trim
+
+    seen = -1
+    while True:
+        await asyncio.sleep(every_s)
+        served = metrics.requests + metrics.errors + metrics.disconnects
+        if served != seen and metrics.in_flight == 0 and metrics.queue_depth == 0:
+            seen = served
+            gc.collect()  # cycles (exceptions' frames) hold results until a collection
+            await asyncio.to_thread(trim)
+            metrics.trims += 1
+
+
 def serve(
     retriever: Retriever, cfg: ServerConfig, *, on_ready: Callable[[], None] | None = None
 ) -> Any:
@@ -510,7 +710,11 @@ def serve(
     set_threads(cfg.threads)
     server = uvicorn.Server(
         uvicorn.Config(
-            create_app(retriever, cfg), host=cfg.host, port=cfg.port, log_level="warning"
+            create_app(retriever, cfg),
+            host=cfg.host,
+            port=cfg.port,
+            log_level="warning",
+            limit_concurrency=cfg.max_connections or None,
         )
     )
     thread = threading.Thread(target=server.run, name="retrieval-server", daemon=True)

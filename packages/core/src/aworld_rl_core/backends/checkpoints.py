@@ -55,6 +55,10 @@ def latest_checkpoint(directory: Path, prefix: str = "checkpoint-") -> Path | No
     return found[-1] if found else None
 
 
+class _AlreadyTrained(Exception):
+    """A resumed ``Trainer`` reached ``training_step`` with every step already done."""
+
+
 class AtomicCheckpoints(_Trainer):
     """Mixin for a transformers ``Trainer`` (put it first among the bases): each checkpoint is
     saved into ``<output_dir>/.staging/checkpoint-N`` and renamed to ``<output_dir>/checkpoint-N``
@@ -63,6 +67,38 @@ class AtomicCheckpoints(_Trainer):
     process alone clears, renames and rotates, between barriers around every rank's save."""
 
     _staging_checkpoint = False
+
+    def train(self, *args: Any, **kwargs: Any) -> Any:
+        """A resume from a checkpoint at ``max_steps`` (a run killed after its last save) ends
+        there: transformers would train one step more, so the resumed run's weights and
+        metrics would differ from the uninterrupted run's. A resumed run's ``training_loss``
+        covers the whole run, not only the steps after the resume."""
+        from transformers.trainer_utils import TrainOutput
+
+        resumed = bool(kwargs.get("resume_from_checkpoint") or (args[0] if args else None))
+        try:
+            output = super().train(*args, **kwargs)
+        except _AlreadyTrained:
+            return TrainOutput(self.state.global_step, self._run_loss(0.0), {})
+        if not resumed:
+            return output
+        # transformers averages the loss over the steps of this process only: after a resume,
+        # the run's is the average over every logged step (checkpointed log history included)
+        return TrainOutput(output.global_step, self._run_loss(output.training_loss), output.metrics)
+
+    def _run_loss(self, fallback: float) -> float:
+        """The training loss averaged over every step the log history covers."""
+        total, last = 0.0, 0
+        for entry in self.state.log_history:
+            if "loss" in entry and "step" in entry and entry["step"] > last:
+                total += float(entry["loss"]) * (entry["step"] - last)
+                last = entry["step"]
+        return total / last if last else fallback
+
+    def training_step(self, *args: Any, **kwargs: Any) -> Any:
+        if 0 < self.state.max_steps <= self.state.global_step:  # resumed at the end
+            raise _AlreadyTrained(self.state.global_step)
+        return super().training_step(*args, **kwargs)
 
     def _get_output_dir(self, trial: Any) -> str:
         real = super()._get_output_dir(trial)

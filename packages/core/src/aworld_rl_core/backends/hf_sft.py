@@ -34,7 +34,7 @@ from aworld_rl_core.backends.batching import (
     plan_batches,
 )
 from aworld_rl_core.backends.checkpoints import AtomicCheckpoints, checkpoints, latest_checkpoint
-from aworld_rl_core.backends.loss_hooks import TokenLossMixin, loss_alpha
+from aworld_rl_core.backends.loss_hooks import LOSS_MODULE, TokenLossMixin, loss_alpha
 from aworld_rl_core.backends.sft_data import SEGMENT_PREFIX, SftCollator, build_samples
 from aworld_rl_core.errors import AworldError, ConfigError
 from aworld_rl_core.losses import job_loss
@@ -427,7 +427,15 @@ def _make_trainer(
             ):
                 return super()._load_from_checkpoint(resume_from_checkpoint, model)
             saved = type(model).from_pretrained(resume_from_checkpoint, dtype=model.dtype)
-            model.load_state_dict(saved.state_dict())
+            # a trainable loss rides on the model but is left out of its saved weights (it is
+            # restored from its own file): only its keys may be missing
+            missing, unexpected = model.load_state_dict(saved.state_dict(), strict=False)
+            missing = [k for k in missing if not k.startswith(f"{LOSS_MODULE}.")]
+            if missing or unexpected:
+                raise RuntimeError(
+                    f"checkpoint {resume_from_checkpoint} does not fit the model: missing "
+                    f"{missing[:5]}, unexpected {list(unexpected)[:5]}"
+                )
 
         def create_optimizer(self, *args: Any, **kwargs: Any) -> Any:
             optimizer = super().create_optimizer(*args, **kwargs)

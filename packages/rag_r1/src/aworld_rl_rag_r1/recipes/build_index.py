@@ -9,6 +9,7 @@ from __future__ import annotations
 import itertools
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any, Literal
 
 from aworld_rl_core.config import option, to_dict
 from aworld_rl_core.runs import Run, RunResult
@@ -30,6 +31,40 @@ class BuildIndexConfig:
         "aworld-rl's home); the same dir resumes; rag_r1.serve serves it as retriever.index",
     )
     world: WorldConfig = option(factory=WorldConfig, help="corpus.path=synthetic: its size")
+    mode: Literal["build", "verify"] = option(
+        "build",
+        help="build (then verify a sample), or verify: check an index already in index_dir "
+        "(checksums, content hash, recomputed vectors) without building",
+    )
+    verify_sample: int = option(
+        32, help="vectors recomputed and compared after a build or in mode=verify (0: none)"
+    )
+    verify_tolerance: float = option(
+        1e-4, help="a recomputed vector matches when its cosine with the stored one >= 1 - this"
+    )
+    verify_seed: int = option(0, help="seed of the verified sample")
+
+
+def verify(cfg: BuildIndexConfig, directory: Path, encoder: Any, run: Run) -> dict[str, float]:
+    """Recompute ``cfg.verify_sample`` vectors of the index in ``directory``; raise when any
+    check fails (the message names the rows and what to do)."""
+    from aworld_rl_rag_r1.index import verify_index
+
+    report = verify_index(
+        directory,
+        encoder,
+        sample=cfg.verify_sample,
+        seed=cfg.verify_seed,
+        tolerance=cfg.verify_tolerance,
+    )
+    print(report.summary())
+    run.add_section("Verification", report.summary().replace("\n", "\n\n") + "\n")
+    if not report.ok:
+        raise RuntimeError(report.summary())
+    return {
+        "verified_vectors": float(len(report.checked_rows)),
+        "verify_min_cosine": report.min_cosine,
+    }
 
 
 def check_corpus(path: str) -> Path:
@@ -52,6 +87,14 @@ def run(cfg: BuildIndexConfig, run: Run) -> RunResult:
     from aworld_rl_rag_r1.index import build_index, memory_estimate
     from aworld_rl_rag_r1.retrieval import expand_home
 
+    if cfg.mode == "verify":
+        if not cfg.index_dir:
+            raise ValueError("mode=verify needs index_dir: the index to verify")
+        if cfg.index.type == "bm25":
+            raise ValueError("mode=verify checks dense vectors; a BM25 index has none")
+        directory = Path(expand_home(cfg.index_dir))
+        metrics = verify(cfg, directory, load_encoder(cfg.encoder), run)
+        return RunResult(metrics=metrics, outputs={"index": directory})
     corpus = check_corpus(cfg.corpus.path)  # before any model is loaded
     if cfg.corpus.path == SYNTHETIC:
         corpus, _ = synthetic.write(cfg.world.synthetic, run.dir / "synthetic")
@@ -104,4 +147,6 @@ def run(cfg: BuildIndexConfig, run: Run) -> RunResult:
         "index_s": report.index_s,
         "index_bytes_per_passage": per_vector,
     }
+    if encoder is not None and cfg.verify_sample > 0:
+        metrics.update(verify(cfg, directory, encoder, run))
     return RunResult(metrics=metrics, outputs={"index": directory})

@@ -84,13 +84,14 @@ def wait(stop_after_s: float) -> None:
 
 def run(cfg: ServeConfig, run: Run) -> RunResult:
     from aworld_rl_rag_r1.retrieval import make_retriever
-    from aworld_rl_rag_r1.server import set_threads
+    from aworld_rl_rag_r1.server import set_threads, use_allocator
 
     if cfg.retriever.backend == "http":
         raise ValueError("rag_r1.serve serves an index: set retriever.backend=local (or a control)")
     retriever_cfg = with_synthetic_index(cfg.retriever, cfg.world)
     check_index(retriever_cfg)
     set_threads(cfg.server.threads)
+    use_allocator(cfg.server)  # a long-lived server hands bursts' memory back (allocator=release)
     ray = cfg.server.replicas > 1
     if ray:
         from aworld_rl_rag_r1.serve_ray import serve_ray, shutdown

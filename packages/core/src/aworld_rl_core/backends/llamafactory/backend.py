@@ -35,6 +35,7 @@ from aworld_rl_core.backends.llamafactory.launch import (
     write_dataset,
     write_loss,
 )
+from aworld_rl_core.children import tethered_process
 from aworld_rl_core.losses import token_loss
 from aworld_rl_core.trainer_config import section
 
@@ -256,19 +257,11 @@ def _run_worker(
     with log_file.open("ab") as log:
         log.write(f"$ {' '.join(cmd)}\n".encode())
         log.flush()
-        proc = subprocess.Popen(cmd, stdout=log, stderr=subprocess.STDOUT, env=env, cwd=cwd)
-        try:
+        # dies with this process, kill -9 included, and is stopped when the block ends
+        with tethered_process(cmd, stdout=log, stderr=subprocess.STDOUT, env=env, cwd=cwd) as proc:
             steps = _follow(proc, events, _forwarder(run, final))
             for _ in run.progress(steps, total=total, desc="llamafactory sft"):
                 pass
-        finally:
-            if proc.poll() is None:
-                proc.terminate()
-                try:
-                    proc.wait(timeout=30)
-                except subprocess.TimeoutExpired:
-                    proc.kill()
-                    proc.wait()
     if proc.returncode != 0:
         raise LlamaFactoryError(
             f"LLaMA-Factory training failed (exit code {proc.returncode}); the end of "

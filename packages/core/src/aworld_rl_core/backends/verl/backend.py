@@ -23,6 +23,7 @@ from typing import TYPE_CHECKING, Any
 from aworld_rl_core.backends.checkpoints import checkpoints
 from aworld_rl_core.backends.verl.config import VerlConfig
 from aworld_rl_core.backends.verl.launcher import Launch, plan_launch
+from aworld_rl_core.children import tethered_process
 from aworld_rl_core.errors import AworldError, ConfigError
 from aworld_rl_core.trainer_config import section
 
@@ -368,7 +369,7 @@ class VerlBackend:
         tail: deque[str] = deque(maxlen=40)
         with (
             log_path.open("w", encoding="utf-8") as log,
-            subprocess.Popen(
+            tethered_process(  # dies with this process, kill -9 included
                 launch.command,
                 env=env,
                 stdout=subprocess.PIPE,

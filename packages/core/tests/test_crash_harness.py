@@ -1,0 +1,104 @@
+"""The crash-and-fault harness itself (``aworld_rl_core.testing.crash``): what it compares and
+finds, by hand-made run directories; ``core.grpo`` killed and resumed for real (slow)."""
+
+import json
+import random
+
+import pytest
+
+from aworld_rl_core.testing.crash import (
+    CrashCase,
+    check_kill_resume,
+    compare_runs,
+    fuzz_for,
+    without_timing,
+)
+
+
+def _run(directory, rows, outputs, status="completed", validation=None):
+    directory.mkdir(parents=True)
+    (directory / "metrics.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows))
+    (directory / "status.json").write_text(
+        json.dumps({"status": status, "outputs": {k: k for k in outputs}})
+    )
+    for name, text in outputs.items():
+        (directory / name).write_text(text.replace("<run>", str(directory)))
+    if validation is not None:
+        (directory / "checkpoints").mkdir()
+        (directory / "checkpoints" / "validation.jsonl").write_text(
+            "".join(json.dumps(r) + "\n" for r in validation)
+        )
+    return directory
+
+
+ROWS = [{"step": 1, "loss": 0.5, "time": 1.0, "step_time": 3.0}, {"step": 2, "loss": 0.25}]
+
+
+def test_equal_runs_differ_only_in_timing_and_their_own_path(tmp_path):
+    a = _run(tmp_path / "a", ROWS, {"out.jsonl": '{"x": 1}\n{"x": 2, "seconds": 4}\n'})
+    later = [{"resume_found_checkpoint": 0.0}, {**ROWS[0], "time": 9.0, "step_time": 7.5}, ROWS[1]]
+    b = _run(tmp_path / "b", later, {"out.jsonl": '{"x": 2, "seconds": 1}\n{"x": 1}\n'})
+    assert compare_runs(a, b) == []  # JSON Lines compared as a multiset of rows
+    paths = {"paths.txt": "model at <run>/final\n"}  # each run's own directory in the text
+    assert compare_runs(_run(tmp_path / "c", ROWS, paths), _run(tmp_path / "d", ROWS, paths)) == []
+
+
+def test_what_the_harness_finds(tmp_path):
+    a = _run(
+        tmp_path / "a", ROWS, {"out.jsonl": '{"x": 1}\n'}, validation=[{"step": 2, "val/r": 0.2}]
+    )
+    twice = [ROWS[0], ROWS[0], ROWS[1]]  # issue 29 item 8: a step logged twice after a resume
+    b = _run(
+        tmp_path / "b",
+        twice,
+        {"out.jsonl": '{"x": 1}\n{"x": 1}\n'},
+        status="running",
+        validation=[{"step": 2, "val/r": 0.29}],  # item 10: another validation after resume
+    )
+    found = compare_runs(a, b)
+    assert "status.json says 'running' after the resume" in found
+    assert "metrics.jsonl: step(s) [1] logged more than once after the resume" in found
+    assert "metrics.jsonl: 2 rows uninterrupted, 3 after kill and resume" in found
+    assert "checkpoints/validation.jsonl: row 0 differs in ['val/r']" in found
+    assert "output 'out.jsonl': 0 row(s) only uninterrupted, 1 only after resume" in found
+
+
+def test_timing_keys_are_dropped_recursively():
+    row = {
+        "step": 1,
+        "time": 2,
+        "encode_s": 1.0,
+        "train_runtime": 3,
+        "samples_per_second": 4,
+        "nested": {"latency_ms": 5, "value": 6},
+        "tokens_per_s": 7,
+        "reward": 8,
+    }
+    assert without_timing(row) == {"step": 1, "nested": {"value": 6}, "reward": 8}
+
+
+def test_fuzz_runs_on_a_cpu_time_budget_and_collects_escapes():
+    def cases():
+        rng = random.Random(0)
+        while True:
+            yield rng.randrange(100)
+
+    def target(n):
+        if n == 7:
+            raise ValueError("seven")
+
+    ran, failures = fuzz_for(cases(), target, cpu_seconds=0.05)
+    assert ran > 100  # stopped by the budget, not by the generator
+    assert failures and all(case == 7 and str(exc) == "seven" for case, exc in failures)
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("seed", [0, 1])
+def test_grpo_killed_at_a_random_point_resumes_to_the_same_metrics(tmp_path, seed):
+    case = CrashCase(
+        "core.grpo",
+        overrides=("trainer.save_steps=1",),
+        env={"AWORLD_RL_HOME": str(tmp_path / "home")},
+    )
+    report = check_kill_resume(case, tmp_path / "runs", seed)
+    assert report.killed and report.differences == [], report.summary()

@@ -1,0 +1,19 @@
+"""Crash-and-fault harness (issue 29): ``funreason_mt.synthesize`` killed with SIGKILL at a
+seeded random point, resumed, and compared with an uninterrupted run (core's
+``aworld_rl_core.testing.crash``). A minute per run on CPU: slow."""
+
+import os
+
+import pytest
+
+from aworld_rl_core.testing.crash import CrashCase, check_kill_resume
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("seed", [0, 1])
+def test_synthesize_killed_at_a_random_point_resumes_to_the_same_records(tmp_path, seed):
+    env = {"AWORLD_RL_HOME": str(tmp_path / "home")}
+    env["BFCL_PROJECT_ROOT"] = os.environ.get("BFCL_PROJECT_ROOT", str(tmp_path / "bfcl"))
+    case = CrashCase("funreason_mt.synthesize", env=env)
+    report = check_kill_resume(case, tmp_path / "runs", seed)
+    assert report.killed and report.differences == [], report.summary()

@@ -1,0 +1,33 @@
+"""Crash-and-fault harness (issue 29): ``rag_r1.build-index`` killed with SIGKILL at a seeded
+random point, resumed, and compared with an uninterrupted build (core's
+``aworld_rl_core.testing.crash``); and the same build on a disk that fills mid-run."""
+
+import pytest
+
+from aworld_rl_core.testing.crash import CrashCase, check_full_disk, check_kill_resume
+
+
+def _case(tmp_path):
+    return CrashCase(
+        "rag_r1.build-index",
+        overrides=(
+            "encoder.name_or_path=hash",
+            "index.shard_size=8",
+            "world.synthetic.people=60",
+            "index_dir=",  # the run's own directory (the preset shares one between runs)
+        ),
+        env={"AWORLD_RL_HOME": str(tmp_path / "home")},
+    )
+
+
+@pytest.mark.parametrize("seed", [0, pytest.param(1, marks=pytest.mark.slow)])
+def test_build_index_killed_at_a_random_point_resumes_to_the_same_index(tmp_path, seed):
+    report = check_kill_resume(_case(tmp_path), tmp_path / "runs", seed)
+    print(report.summary())
+    assert report.killed and report.differences == [], report.summary()
+
+
+def test_build_index_on_a_disk_that_fills_fails_cleanly_and_resumes(small_disk, tmp_path):
+    small_disk.free()
+    problems = check_full_disk(_case(tmp_path), small_disk, tmp_path / "runs")
+    assert problems == []
