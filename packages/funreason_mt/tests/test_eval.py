@@ -93,9 +93,12 @@ def test_agentic_memory_scores_match_bfcl_evals_own_runner(tmp_path, aworld_home
     engine as multi-turn; bfcl-eval's eval runner scores our result files identically."""
     from aworld_rl_core.tooluse.bfcl.agentic import load_agentic, reference_replies
 
+    model_dir = tmp_path / "x"
     entries = [
-        e for c in ("memory_kv", "memory_rec_sum") for e in load_agentic(c, limit=2, model_result_dir=tmp_path / "x")
-    ]  # fmt: skip
+        e
+        for c in ("memory_kv", "memory_rec_sum")
+        for e in load_agentic(c, limit=2, model_result_dir=model_dir)
+    ]
     reference = reference_replies(entries)
     scripts = {}
     for entry in entries:

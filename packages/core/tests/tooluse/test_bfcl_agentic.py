@@ -54,7 +54,9 @@ def test_memory_entries_follow_bfcl_ids_order_and_prerequisites(tmp_path):
     assert len(waves) == 11 and waves[-1] == questions  # the longest chain has 10 conversations
     assert sorted(len(w) for w in waves[:-1])[0] == 2  # only student and customer have 10
     # the first 2 questions need only their scenario's (customer) chain
-    assert {e.raw["scenario"] for e in load_agentic("memory_kv", limit=2, model_result_dir=tmp_path)} == {"customer"}
+    assert {
+        e.raw["scenario"] for e in load_agentic("memory_kv", limit=2, model_result_dir=tmp_path)
+    } == {"customer"}
 
 
 def test_result_folders_are_bfclss():
@@ -86,7 +88,8 @@ def test_answer_matching_equals_bfcls_agentic_checker():
 
 
 def test_judge_takes_the_last_reply_that_is_not_a_call(tmp_path):
-    (entry,) = [e for e in load_agentic("memory_rec_sum", limit=1, model_result_dir=tmp_path) if not e.category.endswith("prereq")]  # fmt: skip
+    entries = load_agentic("memory_rec_sum", limit=1, model_result_dir=tmp_path)
+    (entry,) = [e for e in entries if not e.category.endswith("prereq")]
     good = judge_agentic(entry, [["[memory_retrieve()]", "{'answer': 'Michael'}"]])
     assert good.valid and good.answer == "{'answer': 'Michael'}"
     # the last non-call reply counts, even with a call after it (as BFCL's runner reads it)
@@ -146,9 +149,10 @@ def test_recorded_web_search_shapes_results_as_bfcl_does():
     }
     api = RecordedWebSearchAPI(recording)
     api._load_scenario({"show_snippet": True})
-    assert api.search_engine_query("tea", max_results=2) == [
-        {"title": "T", "href": "https://a.b/t", "body": "S"}
-    ] * 2
+    assert (
+        api.search_engine_query("tea", max_results=2)
+        == [{"title": "T", "href": "https://a.b/t", "body": "S"}] * 2
+    )
     api._load_scenario({"show_snippet": False})
     assert api.search_engine_query("tea")[0] == {"title": "T", "href": "https://a.b/t"}
     assert "error" in api.search_engine_query("coffee")
@@ -208,7 +212,8 @@ def _bfcl_overall(counts, tmp_path) -> tuple[float, dict[str, str]]:
     sys.modules[name] = stub
     try:
         helper = __import__("bfcl_eval.eval_checker.eval_runner_helper", fromlist=["x"])
-        table = {"Qwen_Qwen3-8B": {c: {"accuracy": k / n, "total_count": n} for c, (k, n) in counts.items()}}  # fmt: skip
+        scores = {c: {"accuracy": k / n, "total_count": n} for c, (k, n) in counts.items()}
+        table = {"Qwen_Qwen3-8B": scores}
         helper.generate_leaderboard_csv(table, tmp_path)
     finally:
         sys.modules.pop("bfcl_eval.eval_checker.eval_runner_helper", None)

@@ -8,11 +8,13 @@ validates on), ``both`` both. ``categories=agentic`` plays BFCL v4's agentic col
 (``memory_kv``, ``memory_vector``, ``memory_rec_sum`` with bfcl-eval's memory backends after
 their prerequisite conversations; ``web_search_base``, ``web_search_no_snippet`` with SerpAPI,
 which needs ``SERPAPI_API_KEY``, or a recording); ``memory`` and ``web_search`` name those
-parts, and any comma-separated mix of categories works. ``protocol=bfcl`` (default) is BFCL's prompting protocol with one
-greedy reply per step; ``funreason_mt`` the format the data teaches. Outputs: BFCL result files
-for BFCL's entries (``bfcl/result/<model>/multi_turn/BFCL_v4_<cat>_result.json``, scored by
-``bfcl evaluate --partial-eval``; the command is in ``bfcl/scores.json`` and the report),
-``outcomes.jsonl`` and ``scores.json``.
+parts, and any comma-separated mix of categories works. ``protocol=bfcl`` (default) is BFCL's
+prompting protocol with one greedy reply per step; ``funreason_mt`` the format the data
+teaches. Outputs: BFCL result files for BFCL's entries
+(``bfcl/result/<model>/<group>/BFCL_v4_<cat>_result.json``, memory under
+``agentic/memory/<backend>/`` with the memory snapshots, scored by ``bfcl evaluate
+--partial-eval``; the command is in ``bfcl/scores.json`` and the report), ``outcomes.jsonl``
+and ``scores.json``.
 """
 
 from __future__ import annotations
@@ -240,7 +242,8 @@ def run(cfg: EvalConfig, run: Run) -> RunResult:
                 leaderboard = {
                     f"bfcl/{name}": value
                     for name, value in bfcl_aggregate(counts).items()
-                    if value is not None and name in ("multi_turn", "memory", "web_search", "agentic")
+                    if value is not None
+                    and name in ("multi_turn", "memory", "web_search", "agentic")
                 }
                 metrics.update(leaderboard)
                 section += "".join(

@@ -187,6 +187,9 @@ def check_web_search(replay: str | Path | None = None) -> None:
     _require(_WEB_NEEDS, WEB_SEARCH_EXTRA, "BFCL's web search")
 
 
+_NO_RESULTS = "Failed to retrieve the search results from server. Please try again later."
+
+
 class RecordedWebSearchAPI:
     """bfcl-eval's ``WebSearchAPI`` with recorded responses instead of SerpAPI and the web.
 
@@ -213,9 +216,7 @@ class RecordedWebSearchAPI:
     ) -> Any:
         organic = self._search.get(str(keywords))
         if organic is None:
-            return {
-                "error": "Failed to retrieve the search results from server. Please try again later."
-            }
+            return {"error": _NO_RESULTS}
         keys = ("title", "href", "body") if self.show_snippet else ("title", "href")
         fields = {"title": "title", "href": "link", "body": "snippet"}
         return [{k: item[fields[k]] for k in keys} for item in organic[: max_results or 0]]

@@ -39,7 +39,9 @@ def registered_api_classes() -> dict[str, Any]:
     return dict(current().entries["tool_apis"])
 
 
-AGENTIC_CLASSES = frozenset({"MemoryAPI_kv", "MemoryAPI_vector", "MemoryAPI_rec_sum", "WebSearchAPI"})
+AGENTIC_CLASSES = frozenset(
+    {"MemoryAPI_kv", "MemoryAPI_vector", "MemoryAPI_rec_sum", "WebSearchAPI"}
+)
 """BFCL's backends of the v4 agentic categories (memory and web search)."""
 
 
