@@ -114,11 +114,11 @@ def _import_vector_backend() -> Any:
             model_name_or_path = local
         return original(model_name_or_path, *args, **kwargs)
 
-    sentence_transformers.SentenceTransformer = packaged  # type: ignore[assignment,misc]
+    sentence_transformers.SentenceTransformer = packaged
     try:
         return importlib.import_module(name)
     finally:
-        sentence_transformers.SentenceTransformer = original  # type: ignore[misc]
+        sentence_transformers.SentenceTransformer = original
 
 
 def _backend_prefix() -> str:
@@ -285,13 +285,13 @@ def load_agentic(
     entries: list[BfclEntry] = []
     if base == "web_search":
         docs = _docs("WebSearchAPI")
-        config: dict[str, Any] = {"show_snippet": category == "web_search_base"}
+        search: dict[str, Any] = {"show_snippet": category == "web_search_base"}
         if web_search_replay is not None:
-            config["replay"] = str(web_search_replay)
+            search["replay"] = str(web_search_replay)
         for raw, answer in pairs:
             raw = dict(raw, id=raw["id"].replace("web_search", category))
             raw["question"] = _with_answer_format(raw["question"])
-            raw["initial_config"] = {"WebSearchAPI": config}
+            raw["initial_config"] = {"WebSearchAPI": search}
             entries.append(BfclEntry(raw["id"], category, raw, answer["ground_truth"], docs))
         return entries
     if model_result_dir is None:

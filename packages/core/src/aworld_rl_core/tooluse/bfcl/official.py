@@ -97,10 +97,11 @@ def main(argv: list[str] | None = None) -> int:
             mark = "" if mine == theirs else "  DIFFERENT"
             print(f"{'':{len(str(run_dir)) + 2}}{category:<26} {cells[0]:>11} {cells[1]:>14}{mark}")
         problems = differences(ours, official)
-        mine, theirs = our_overall(ours), official_overall(run_dir)
-        print(f"{'':{len(str(run_dir)) + 2}}{'overall (leaderboard)':<26} {mine:>11} {theirs:>14}")
-        if mine != theirs:
-            problems.append(f"overall: ours {mine}, bfcl evaluate {theirs}")
+        overall, official_cell = our_overall(ours), official_overall(run_dir)
+        label = "overall (leaderboard)"
+        print(f"{'':{len(str(run_dir)) + 2}}{label:<26} {overall:>11} {official_cell:>14}")
+        if overall != official_cell:
+            problems.append(f"overall: ours {overall}, bfcl evaluate {official_cell}")
         failed |= bool(problems)
         for line in problems:
             print(f"  {line}")
