@@ -426,8 +426,18 @@ def judge_agentic(entry: BfclEntry, result: Sequence[Sequence[str]]) -> AgenticV
 # -- reference behaviour -------------------------------------------------------------------------
 
 
+_QUOTES = str.maketrans({"\u2019": "'", "\u2018": "'", "\u201c": '"', "\u201d": '"'})
+
+
 def _source(truth: Mapping[str, Any]) -> str:
-    return str(truth.get("source", "")).strip().removesuffix("...").strip()
+    """The quoted source of a possible answer, without BFCL's elisions (``...``) at its ends."""
+    return str(truth.get("source", "")).translate(_QUOTES).strip().strip(".").strip()
+
+
+def _said_in(source: str, text: str) -> bool:
+    """Whether every fragment of ``source`` (split at ``...``) occurs in ``text``."""
+    fragments = [f.strip() for f in source.split("...") if f.strip()]
+    return bool(fragments) and all(f in text for f in fragments)
 
 
 _STORE = {
@@ -463,11 +473,11 @@ def reference_replies(entries: Sequence[BfclEntry]) -> dict[str, list[list[str]]
             pending = list(dict.fromkeys(sources.get((category, entry.raw["scenario"]), [])))
             turns = []
             for turn in entry.turns:
-                said = " ".join(str(m.get("content", "")) for m in turn)
+                said = " ".join(str(m.get("content", "")) for m in turn).translate(_QUOTES)
                 calls = []
                 for number, text in enumerate(pending):
                     key = (category, entry.raw["scenario"], text)
-                    if text in said and key not in stored:
+                    if _said_in(text, said) and key not in stored:
                         stored.add(key)
                         calls.append(store(number, text))
                 turns.append(([f"[{', '.join(calls)}]"] if calls else []) + ["Noted."])
