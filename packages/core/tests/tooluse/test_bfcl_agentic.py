@@ -18,6 +18,7 @@ from aworld_rl_core.tooluse.bfcl.agentic import (
     AGENTIC_CATEGORIES,
     RecordedWebSearchAPI,
     WebSearchKeyError,
+    agentic_class,
     answer_matches,
     check_web_search,
     judge_agentic,
@@ -250,3 +251,44 @@ def test_overall_with_only_the_agentic_categories_run(tmp_path):
     assert f"{100 * ours['overall']:.2f}" == f"{theirs:.2f}"
     skip = aggregate(counts)
     assert skip["memory"] == pytest.approx(0.4) and skip["agentic"] == pytest.approx(0.325)
+
+
+# -- entries and opening messages, against bfcl-eval's own loading and prompting -----------------
+
+
+@pytest.mark.parametrize("category", ["memory_kv", "memory_rec_sum", "web_search_no_snippet"])
+def test_entries_and_openings_are_what_bfcls_inference_sends(category, tmp_path):
+    import copy
+
+    reference()
+    from bfcl_eval.model_handler import utils
+    from bfcl_eval.utils import load_dataset_entry, populate_initial_settings_for_memory_test_cases
+
+    theirs = load_dataset_entry(category, include_prereq=True)
+    recording = tmp_path / "rec.json"
+    recording.write_text("{}")
+    model_dir = tmp_path / "model"
+    ours = load_agentic(category, model_result_dir=model_dir, web_search_replay=recording)
+    assert sorted(e.id for e in ours) == sorted(e["id"] for e in theirs)
+    questions = [e["id"] for e in theirs if "prereq" not in e["id"]]
+    assert [e.id for e in ours if not e.category.endswith("_prereq")] == questions
+    by_id = {e["id"]: e for e in theirs}
+    # the first conversation of each chain and the first questions (empty memory: nothing ran)
+    sample = [e for e in ours if e.id.endswith("-0")][:8] + ours[-3:]
+    if category.startswith("memory"):
+        populate_initial_settings_for_memory_test_cases(theirs, tmp_path / "theirs")
+    for entry in sample:
+        raw = copy.deepcopy(by_id[entry.id])
+        question = raw["question"]
+        if category.startswith("memory"):
+            instance = agentic_class(raw["involved_classes"][0])()
+            instance._load_scenario(raw["initial_config"][raw["involved_classes"][0]])
+            question = utils.add_memory_instruction_system_prompt(
+                question, category, raw["scenario"], instance
+            )
+        expected = utils.system_prompt_pre_processing_chat_model(
+            question[0], raw["function"], raw["id"]
+        )
+        env = BfclEnv(entry)
+        assert env.reset() == expected, entry.id
+        env.close()
