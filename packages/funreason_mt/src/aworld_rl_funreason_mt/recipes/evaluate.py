@@ -4,11 +4,17 @@ The model is any core LLM client: an OpenAI-compatible server (vLLM, SGLang, any
 ``llm.provider=openai``, ``llm.base_url``) or a local transformers model (``llm.provider=local``,
 ``tiny:<arch>`` for core's tiny models). ``entries=bfcl`` (default) plays BFCL's multi-turn
 categories, ``held_out`` the held-out split of a synthesize run (the same split the RL recipe
-validates on), ``both`` both. ``protocol=bfcl`` (default) is BFCL's prompting protocol with one
-greedy reply per step; ``funreason_mt`` the format the data teaches. Outputs: BFCL result files
-for BFCL's entries (``bfcl/result/<model>/multi_turn/BFCL_v4_<cat>_result.json``, scored by
-``bfcl evaluate --partial-eval``; the command is in ``bfcl/scores.json`` and the report),
-``outcomes.jsonl`` and ``scores.json``.
+validates on), ``both`` both. ``categories=agentic`` plays BFCL v4's agentic collection instead
+(``memory_kv``, ``memory_vector``, ``memory_rec_sum`` with bfcl-eval's memory backends after
+their prerequisite conversations; ``web_search_base``, ``web_search_no_snippet`` with SerpAPI,
+which needs ``SERPAPI_API_KEY``, or a recording); ``memory`` and ``web_search`` name those
+parts, and any comma-separated mix of categories works. ``protocol=bfcl`` (default) is BFCL's
+prompting protocol with one greedy reply per step; ``funreason_mt`` the format the data
+teaches. Outputs: BFCL result files for BFCL's entries
+(``bfcl/result/<model>/<group>/BFCL_v4_<cat>_result.json``, memory under
+``agentic/memory/<backend>/`` with the memory snapshots, scored by ``bfcl evaluate
+--partial-eval``; the command is in ``bfcl/scores.json`` and the report), ``outcomes.jsonl``
+and ``scores.json``.
 """
 
 from __future__ import annotations
@@ -21,10 +27,14 @@ from typing import Any, Literal
 from aworld_rl_core.config import option
 from aworld_rl_core.llm import LLMConfig
 from aworld_rl_core.runs import Run, RunResult
+from aworld_rl_core.tooluse.bfcl.leaderboard import MEMORY as MEMORY_CATEGORIES
+from aworld_rl_core.tooluse.bfcl.leaderboard import WEB_SEARCH as WEB_SEARCH_CATEGORIES
 from aworld_rl_core.tooluse.bfcl.loader import MULTI_TURN_CATEGORIES
 from aworld_rl_core.tooluse.bfcl.results import DEFAULT_MODEL
 from aworld_rl_funreason_mt.evaluation import PROTOCOLS
 from aworld_rl_funreason_mt.recipes.common import TrajectoryData
+
+AGENTIC_CATEGORIES = WEB_SEARCH_CATEGORIES + MEMORY_CATEGORIES
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -39,15 +49,22 @@ class EvalConfig:
     entries: Literal["bfcl", "held_out", "both"] = option(
         "bfcl", help="bfcl: BFCL's multi-turn categories; held_out: the synthesized held-out split"
     )
-    categories: tuple[str, ...] = option(
-        MULTI_TURN_CATEGORIES, help="BFCL multi-turn categories (entries=bfcl or both)"
+    categories: tuple[str, ...] | str = option(
+        MULTI_TURN_CATEGORIES,
+        help="BFCL categories (entries=bfcl or both): multi-turn and v4 agentic ones, or a group: "
+        "multi_turn, agentic, memory, web_search (comma-separated mixes too)",
+    )
+    web_search_replay: str = option(
+        "", help="a recording of search responses for the web_search categories (no SerpAPI)"
     )
     limit: int = option(0, help="first N entries per BFCL category (0 = all)", ge=0)
     data: TrajectoryData = option(
         factory=TrajectoryData, help="synthesized data and its held-out split (entries=held_out)"
     )
-    agent: Literal["llm", "ground_truth"] = option(
-        "llm", help="llm: the model in `llm`; ground_truth: the entries' answers (a 100% check)"
+    agent: Literal["llm", "ground_truth", "no_tools"] = option(
+        "llm",
+        help="llm: the model in `llm`; ground_truth: the entries' answers (a 100% check; memory: "
+        "the reference behaviour); no_tools: a control that never calls a tool",
     )
     llm: LLMConfig = option(
         factory=lambda: LLMConfig(temperature=0.0, max_tokens=4096),
@@ -72,12 +89,40 @@ def _check(cfg: EvalConfig) -> None:
             f"protocol=bfcl decodes greedily, as the leaderboard does; llm.temperature is "
             f"{cfg.llm.temperature}: set llm.temperature=0 (or protocol=funreason_mt to sample)"
         )
-    unknown = [c for c in cfg.categories if c not in MULTI_TURN_CATEGORIES]
-    if unknown:
-        raise ValueError(
-            f"categories {unknown} are not BFCL multi-turn categories "
-            f"({', '.join(MULTI_TURN_CATEGORIES)})"
-        )
+    chosen = categories(cfg.categories)
+    if cfg.protocol != "bfcl" and any(c in AGENTIC_CATEGORIES for c in chosen):
+        raise ValueError("the agentic categories are played in BFCL's protocol: set protocol=bfcl")
+    if any(c in WEB_SEARCH_CATEGORIES for c in chosen) and cfg.entries != "held_out":
+        from aworld_rl_core.tooluse.bfcl.agentic import check_web_search
+
+        check_web_search(cfg.web_search_replay or None)
+
+
+GROUPS = {
+    "multi_turn": MULTI_TURN_CATEGORIES,
+    "agentic": AGENTIC_CATEGORIES,
+    "memory": MEMORY_CATEGORIES,
+    "web_search": WEB_SEARCH_CATEGORIES,
+}
+
+
+def categories(value: tuple[str, ...] | str) -> tuple[str, ...]:
+    """The categories a ``categories`` value names (groups expanded, order kept, no repeats)."""
+    names = value.split(",") if isinstance(value, str) else list(value)
+    out: list[str] = []
+    for name in (n.strip() for n in names if n.strip()):
+        for category in GROUPS.get(name, (name,)):
+            if category not in MULTI_TURN_CATEGORIES + AGENTIC_CATEGORIES:
+                raise ValueError(
+                    f"category {category!r} is neither a BFCL multi-turn nor a v4 agentic "
+                    f"category; use {', '.join(MULTI_TURN_CATEGORIES + AGENTIC_CATEGORIES)} or "
+                    f"a group ({', '.join(GROUPS)})"
+                )
+            if category not in out:
+                out.append(category)
+    if not out:
+        raise ValueError("categories is empty; name at least one category or group")
+    return tuple(out)
 
 
 def held_out_entries(data: TrajectoryData) -> list[Any]:
@@ -110,10 +155,12 @@ def local_model(value: str) -> str:
 
 def _client(cfg: EvalConfig) -> tuple[Any, str]:
     from aworld_rl_core.llm import make_client
-    from aworld_rl_funreason_mt.evaluation import GroundTruthAgent
+    from aworld_rl_funreason_mt.evaluation import GroundTruthAgent, NoToolsAgent
 
     if cfg.agent == "ground_truth":
         return GroundTruthAgent(cfg.protocol), "the entries' ground truth"
+    if cfg.agent == "no_tools":
+        return NoToolsAgent(), f"a control that never calls a tool ({NoToolsAgent.REPLY!r})"
     llm = cfg.llm
     if llm.provider == "local":
         llm = replace(llm, model=local_model(llm.model))
@@ -123,6 +170,7 @@ def _client(cfg: EvalConfig) -> tuple[Any, str]:
 def run(cfg: EvalConfig, run: Run) -> RunResult:
     """Play, judge, write BFCL result files, outcomes and the report."""
     from aworld_rl_core.tooluse.bfcl import load_category, version
+    from aworld_rl_core.tooluse.bfcl.leaderboard import aggregate as bfcl_aggregate
     from aworld_rl_core.tooluse.bfcl.loader import file_prefix
     from aworld_rl_core.tooluse.bfcl.results import write_results, write_summary
     from aworld_rl_funreason_mt.evaluation import evaluate_async, result_rows, summarize
@@ -130,8 +178,22 @@ def run(cfg: EvalConfig, run: Run) -> RunResult:
     _check(cfg)
     groups: dict[str, list[Any]] = {}
     if cfg.entries in ("bfcl", "both"):
+        from aworld_rl_core.tooluse.bfcl.agentic import load_agentic
+
+        model_dir = run.dir / "bfcl" / "result" / cfg.result_model.replace("/", "_")
         groups["bfcl"] = [
-            e for c in cfg.categories for e in load_category(c, limit=cfg.limit or None)
+            e
+            for c in categories(cfg.categories)
+            for e in (
+                load_agentic(
+                    c,
+                    limit=cfg.limit or None,
+                    model_result_dir=model_dir,
+                    web_search_replay=cfg.web_search_replay or None,
+                )
+                if c in AGENTIC_CATEGORIES
+                else load_category(c, limit=cfg.limit or None)
+            )
         ]
     if cfg.entries in ("held_out", "both"):
         groups["held_out"] = held_out_entries(cfg.data)
@@ -141,7 +203,8 @@ def run(cfg: EvalConfig, run: Run) -> RunResult:
     outcomes_file = run.dir / "outcomes.jsonl"
     with outcomes_file.open("w", encoding="utf-8") as handle:
         for group, entries in groups.items():
-            bar = iter(run.progress(range(len(entries)), total=len(entries), desc=group))
+            played = [e for e in entries if not e.category.endswith("_prereq")]
+            bar = iter(run.progress(range(len(played)), total=len(played), desc=group))
             outcomes = asyncio.run(
                 evaluate_async(
                     client,
@@ -149,14 +212,15 @@ def run(cfg: EvalConfig, run: Run) -> RunResult:
                     protocol=cfg.protocol,
                     max_steps_per_turn=cfg.max_steps_per_turn,
                     concurrency=cfg.concurrency,
-                    on_done=lambda _, bar=bar: next(bar, None),
+                    on_done=lambda o, bar=bar: None if o.prereq else next(bar, None),
                 )
             )
+            judged = [o for o in outcomes if not o.prereq]
             for _ in bar:
                 pass
-            figures = summarize(outcomes, prefix=f"{group}/")
+            figures = summarize(judged, prefix=f"{group}/")
             metrics.update(figures)
-            for o in outcomes:
+            for o in judged:
                 row = {"group": group, "id": o.entry_id, "category": o.category, "valid": o.valid}
                 row |= {"progress": o.progress, "error_type": o.error_type}
                 handle.write(json.dumps(row) + "\n")
@@ -169,11 +233,24 @@ def run(cfg: EvalConfig, run: Run) -> RunResult:
                 files = write_results(bfcl_dir / "result", cfg.result_model, result_rows(outcomes))
                 counts = {
                     c: (
-                        sum(o.valid for o in outcomes if o.category == c),
-                        sum(o.category == c for o in outcomes),
+                        sum(o.valid for o in judged if o.category == c),
+                        sum(o.category == c for o in judged),
                     )
                     for c in files
+                    if not c.endswith("_prereq")
                 }
+                leaderboard = {
+                    f"bfcl/{name}": value
+                    for name, value in bfcl_aggregate(counts).items()
+                    if value is not None
+                    and name in ("multi_turn", "memory", "web_search", "agentic")
+                }
+                metrics.update(leaderboard)
+                section += "".join(
+                    f"\nBFCL {k.split('/')[1]} (leaderboard aggregate over the categories run): "
+                    f"{100 * v:.2f}%\n"
+                    for k, v in leaderboard.items()
+                )
                 n = cfg.limit
                 summary = write_summary(
                     bfcl_dir,
@@ -189,7 +266,7 @@ def run(cfg: EvalConfig, run: Run) -> RunResult:
                 )
                 outputs["bfcl_scores"] = summary
                 outputs.update({f"bfcl_{c}_result": p for c, p in files.items()})
-            title = "BFCL multi-turn" if group == "bfcl" else "Held-out synthesized entries"
+            title = "BFCL" if group == "bfcl" else "Held-out synthesized entries"
             run.add_section(f"{title} ({cfg.protocol} protocol)", section)
     scores = run.dir / "scores.json"
     scores.write_text(json.dumps(metrics, indent=2), encoding="utf-8")

@@ -1,7 +1,8 @@
 """BFCL's multi-turn API classes: look them up and build fresh, per-episode instances.
 
-Of BFCL's own classes only the eight offline ones of the multi-turn categories are supported
-(the v4 web-search and memory backends need network, API keys or model downloads). Any other
+BFCL's own classes: the eight offline ones of the multi-turn categories and the four of the v4
+agentic categories (the memory backends, which need their extra, ``aworld-rl-core[bfcl-memory]``,
+and the web search, which needs a SerpAPI key or a recording: :mod:`.agentic`). Any other
 name in an entry's ``involved_classes`` is a class registered through the plugin hook
 ``register_tool_apis`` (core's micro-world registers its own there); it is built and loaded the
 same way, so the same episodes, judges and exports serve both.
@@ -38,11 +39,21 @@ def registered_api_classes() -> dict[str, Any]:
     return dict(current().entries["tool_apis"])
 
 
+AGENTIC_CLASSES = frozenset(
+    {"MemoryAPI_kv", "MemoryAPI_vector", "MemoryAPI_rec_sum", "WebSearchAPI"}
+)
+"""BFCL's backends of the v4 agentic categories (memory and web search)."""
+
+
 def api_class(name: str) -> type:
     """The API class called ``name``: one of BFCL's offline classes (``"GorillaFileSystem"``,
-    looked up once) or one a plugin registered."""
+    looked up once), one of its agentic backends, or one a plugin registered."""
     if name in OFFLINE_CLASSES:
         return _bfcl_class(name)
+    if name in AGENTIC_CLASSES:
+        from aworld_rl_core.tooluse.bfcl.agentic import agentic_class
+
+        return agentic_class(name)
     registered = registered_api_classes()
     if name not in registered:
         raise ValueError(
@@ -111,10 +122,15 @@ def build_instances(
     """
     instances: dict[str, object] = {}
     for name in classes:
+        state = json.loads(initial_config_json.get(name, "{}"))
+        if name in AGENTIC_CLASSES:
+            from aworld_rl_core.tooluse.bfcl.agentic import agentic_instance
+
+            instances[name] = agentic_instance(name, state)
+            continue
         cls, stateless = _resolve(name)
         instance = cls()
         if not stateless:
-            state = json.loads(initial_config_json.get(name, "{}"))
             load = getattr(instance, "_load_scenario", None)
             if load is not None:
                 load(state, long_context=long_context)

@@ -120,7 +120,7 @@ class MultiTurnEpisode:
         irrelevance_check: bool = True,
         call_limits: CallLimits = BFCL_CALL_LIMITS,
     ) -> None:
-        if not entry.is_multi_turn:
+        if not (entry.is_multi_turn or entry.is_agentic):
             raise ValueError(f"{entry.id} is a {entry.category} entry, not a multi-turn one")
         if judge and entry.ground_truth is None:
             raise ValueError(f"{entry.id} has no ground truth; pass judge=False to only execute")

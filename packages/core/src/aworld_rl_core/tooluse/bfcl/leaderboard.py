@@ -7,7 +7,11 @@
 - irrelevance: unweighted mean of ``irrelevance`` and ``live_irrelevance``; relevance:
   ``live_relevance``;
 - multi-turn: unweighted mean of the four multi-turn categories;
-- overall: weights 10 non-live, 10 live, 10 irrelevance, 30 multi-turn, 40 agentic.
+- web search: unweighted mean of ``web_search_base`` and ``web_search_no_snippet``; memory:
+  unweighted mean of ``memory_kv``, ``memory_vector``, ``memory_rec_sum``; agentic: unweighted
+  mean of web search and memory;
+- overall: weights 10 non-live, 10 live, 10 irrelevance, 30 multi-turn, 40 agentic (normalised,
+  ``calculate_percentage_weighted_accuracy``).
 
 ``missing="zero"`` counts a category that was not run as 0, as the leaderboard does;
 ``"skip"`` (default) aggregates over the categories that were run, and the overall renormalises
@@ -32,8 +36,10 @@ MULTI_TURN = (
     "multi_turn_miss_param",
     "multi_turn_long_context",
 )
+WEB_SEARCH = ("web_search_base", "web_search_no_snippet")
+MEMORY = ("memory_kv", "memory_vector", "memory_rec_sum")
 OVERALL_WEIGHTS = {"non_live": 10, "live": 10, "irrelevance": 10, "multi_turn": 30, "agentic": 40}
-"""BFCL v4's weights of the overall accuracy (agentic: web search and memory, not run here)."""
+"""BFCL v4's weights of the overall accuracy."""
 
 Counts = Mapping[str, tuple[float, int]]
 
@@ -80,7 +86,10 @@ def aggregate(counts: Counts, *, missing: Missing = "skip") -> dict[str, float |
         "irrelevance": _mean([acc(c) for c in IRRELEVANCE], missing),
         "relevance": acc("live_relevance"),
         "multi_turn": _mean([acc(c) for c in MULTI_TURN], missing),
+        "web_search": _mean([acc(c) for c in WEB_SEARCH], missing),
+        "memory": _mean([acc(c) for c in MEMORY], missing),
     }
+    groups["agentic"] = _mean([groups["web_search"], groups["memory"]], missing)
     weighted: list[tuple[int, float]] = []
     for name, weight in OVERALL_WEIGHTS.items():
         value = groups.get(name)

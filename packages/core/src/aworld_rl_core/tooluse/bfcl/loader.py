@@ -85,6 +85,12 @@ class BfclEntry:
         return self.category.startswith("multi_turn")
 
     @property
+    def is_agentic(self) -> bool:
+        """A v4 agentic entry (memory, its prerequisite conversations, web search): played turn
+        by turn like a multi-turn entry, judged on its last reply (``agentic``)."""
+        return self.category.startswith(("memory_", "web_search_"))
+
+    @property
     def turns(self) -> list[list[dict[str, Any]]]:
         """The user messages of each turn (multi-turn); one turn for single-turn entries."""
         return self.raw["question"]

@@ -2,10 +2,13 @@
 
     python -m aworld_rl_core.tooluse.bfcl.official RUN_DIR [RUN_DIR ...]
 
-Each ``RUN_DIR`` is an ``envtuning.eval`` or ``funreason.eval`` run directory: its
-``bfcl/scores.json`` holds our (correct, total) per category and the model name of the result
-files in ``bfcl/result/``. This runs ``bfcl evaluate ... --partial-eval`` into ``bfcl/score/``
-and fails (exit status 1) on any category whose counts differ, or that the scorer did not score.
+Each ``RUN_DIR`` is an ``envtuning.eval``, ``funreason.eval`` or ``funreason_mt.eval`` run
+directory: its ``bfcl/scores.json`` holds our (correct, total) per category and the model name
+of the result files in ``bfcl/result/``. This runs ``bfcl evaluate ... --partial-eval`` into
+``bfcl/score/`` and fails (exit status 1) on any category whose counts differ, or that the scorer
+did not score, and when the overall accuracy of its leaderboard table (``data_overall.csv``, the
+categories not run counted as 0) differs from ours (:func:`leaderboard.aggregate`,
+``missing="zero"``) at its two decimals.
 ``bfcl evaluate`` needs bfcl-eval with all its dependencies, which pull every vendor SDK: give it
 its own venv (``pip install torch==2.13.0`` first for the CPU build, then
 ``pip install bfcl-eval==2026.3.23 soundfile``); ``nox -s bfcl_official`` builds one.
@@ -50,6 +53,26 @@ def score_run(run_dir: Path) -> tuple[dict[str, tuple[int, int]], dict[str, tupl
     return ours, read_scores(score_dir, summary["model"])
 
 
+def official_overall(run_dir: Path) -> str:
+    """The overall accuracy cell of ``bfcl evaluate``'s leaderboard table (``"12.34%"``)."""
+    import csv
+
+    table = Path(run_dir).resolve() / "bfcl" / "score" / "data_overall.csv"
+    with table.open(encoding="utf-8") as handle:
+        rows = list(csv.DictReader(handle))
+    if len(rows) != 1:
+        raise ValueError(f"{table}: expected one model's row, found {len(rows)}")
+    return str(rows[0]["Overall Acc"])
+
+
+def our_overall(counts: Counts) -> str:
+    """Our overall accuracy as the leaderboard table prints it."""
+    from aworld_rl_core.tooluse.bfcl.leaderboard import aggregate
+
+    value = aggregate(counts, missing="zero")["overall"] or 0.0
+    return f"{100 * value:.2f}%"
+
+
 def differences(ours: Counts, official: Counts) -> list[str]:
     """One line per category where the two disagree (or one of them is missing)."""
     lines = []
@@ -74,6 +97,11 @@ def main(argv: list[str] | None = None) -> int:
             mark = "" if mine == theirs else "  DIFFERENT"
             print(f"{'':{len(str(run_dir)) + 2}}{category:<26} {cells[0]:>11} {cells[1]:>14}{mark}")
         problems = differences(ours, official)
+        overall, official_cell = our_overall(ours), official_overall(run_dir)
+        label = "overall (leaderboard)"
+        print(f"{'':{len(str(run_dir)) + 2}}{label:<26} {overall:>11} {official_cell:>14}")
+        if overall != official_cell:
+            problems.append(f"overall: ours {overall}, bfcl evaluate {official_cell}")
         failed |= bool(problems)
         for line in problems:
             print(f"  {line}")

@@ -55,7 +55,9 @@ class BfclEnv:
     """
 
     def __init__(self, entry: BfclEntry, *, max_steps: int = MAXIMUM_STEP_LIMIT) -> None:
-        if not entry.is_multi_turn or entry.ground_truth is None:
+        if entry.is_agentic:
+            pass  # judged on its answer (agentic.judge_agentic), not turn by turn
+        elif not entry.is_multi_turn or entry.ground_truth is None:
             raise ValueError(f"{entry.id}: BfclEnv needs a multi-turn entry with ground truth")
         if max_steps < 1:
             raise ValueError(f"max_steps must be >= 1, got {max_steps}")
@@ -72,11 +74,29 @@ class BfclEnv:
     def reset(self) -> list[Message]:
         """BFCL's system prompt and the first user turn."""
         self.close()
-        self._episode = MultiTurnEpisode(self.entry, irrelevance_check=False)
+        agentic = self.entry.is_agentic
+        self._episode = MultiTurnEpisode(self.entry, irrelevance_check=False, judge=not agentic)
         self.result, self.calls_per_turn, self.turn_scores = [[]], [[]], []
         self.force_quit = self._done = False
         self._call_steps = 0
+        if self.entry.category.startswith("memory_"):
+            return self._memory_opening()
         return opening_messages(self.entry)
+
+    def _memory_opening(self) -> list[Message]:
+        """BFCL's memory episodes: the memory instruction (scenario, core memory now) goes first
+        in the first turn's system message, then BFCL's prompting system prompt before it."""
+        from aworld_rl_core.tooluse.bfcl.agentic import memory_system_prompt
+        from aworld_rl_core.tooluse.bfcl.prompts import docs_as_shown, with_system_prompt
+
+        (instance,) = self._live().instances.values()
+        first = [dict(m) for m in self.entry.turns[0]]
+        memory = memory_system_prompt(self.entry, instance)
+        if first and first[0].get("role") == "system":
+            first[0]["content"] = memory + "\n\n" + first[0]["content"]
+        else:
+            first.insert(0, {"role": "system", "content": memory})
+        return with_system_prompt(first, docs_as_shown(self.entry.functions, self.entry.category))
 
     def step(self, model_text: str) -> Step:
         """One reply: execute its calls, or end the user turn. Never raises on model text."""
@@ -129,6 +149,9 @@ class BfclEnv:
 
     def _finish(self) -> Step:
         self._done = True
+        if self.entry.category.endswith("_prereq"):  # BFCL: the conversation's memory is saved
+            (instance,) = self._live().instances.values()
+            instance._flush_memory_to_local_file()  # type: ignore[attr-defined]
         return Step(observation=[], done=True, info=self.final_info())
 
     def _info(self, **extra: Any) -> dict[str, Any]:
@@ -136,7 +159,7 @@ class BfclEnv:
 
     def final_info(self) -> dict[str, Any]:
         """What the episode did: BFCL's result, the calls per turn, per-turn scores, progress."""
-        expected = len(self.entry.ground_truth or [])
+        expected = 0 if self.entry.is_agentic else len(self.entry.ground_truth or [])
         return {
             "entry_id": self.entry.id,
             "result": [list(turn) for turn in self.result],

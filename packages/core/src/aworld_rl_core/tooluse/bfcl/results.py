@@ -33,7 +33,12 @@ def category_of(entry_id: str) -> str:
 
 
 def group_of(category: str) -> str:
-    """BFCL's result sub-folder of a category."""
+    """BFCL's result sub-folder of a category (``agentic/memory/<backend>`` for memory)."""
+    if category.startswith("memory_"):
+        backend = category.removeprefix("memory_").removesuffix("_prereq")
+        return f"agentic/memory/{backend}"
+    if category.startswith("web_search"):
+        return "agentic"
     if category.startswith("multi_turn"):
         return "multi_turn"
     return "live" if category.startswith("live") else "non_live"
