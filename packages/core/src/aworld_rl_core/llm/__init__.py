@@ -20,6 +20,14 @@ from aworld_rl_core.llm.errors import (
     LLMTimeoutError,
 )
 from aworld_rl_core.llm.factory import make_client, make_sync_client
+from aworld_rl_core.llm.guard import (
+    GuardedClient,
+    LLMErrorBudgetExceeded,
+    LLMPreflightError,
+    LLMRunError,
+    account_llm_errors,
+    llm_error_metrics,
+)
 from aworld_rl_core.llm.jobs import JobReport, run_jobs, run_jobs_sync
 from aworld_rl_core.llm.jsonl_sink import JsonlSink
 from aworld_rl_core.llm.local_client import LocalHFClient
@@ -31,6 +39,7 @@ __all__ = [
     "BaseLLMClient",
     "CachedClient",
     "ChatRequest",
+    "GuardedClient",
     "Completion",
     "JobReport",
     "JsonlSink",
@@ -38,16 +47,21 @@ __all__ = [
     "LLMConfig",
     "LLMConnectionError",
     "LLMError",
+    "LLMErrorBudgetExceeded",
     "LLMHTTPError",
+    "LLMPreflightError",
     "LLMResponseError",
+    "LLMRunError",
     "LLMTimeoutError",
     "LocalHFClient",
     "OpenAIClient",
     "ResponseCache",
+    "account_llm_errors",
     "RetryPolicy",
     "SyncClient",
     "cache_key",
     "chat_many",
+    "llm_error_metrics",
     "make_client",
     "make_sync_client",
     "run_jobs",
