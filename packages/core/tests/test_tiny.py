@@ -305,7 +305,7 @@ def test_the_servable_tiny_qwen3_has_heads_vllm_serves_on_cpu(tmp_path, monkeypa
 
     monkeypatch.setenv("AWORLD_RL_HOME", str(tmp_path))
     assert SERVABLE_QWEN3 == "tiny:qwen3:hidden=128,heads=2,positions=16384"
-    arch, size = parse_tiny(SERVABLE_QWEN3[len("tiny:") :])
+    _, size = parse_tiny(SERVABLE_QWEN3[len("tiny:") :])
     assert size == TinySize(hidden=128, heads=2, positions=16384) and size.head_size == 64
     model, _ = load_model_and_tokenizer(ModelConfig(name_or_path=SERVABLE_QWEN3))
     config = model.config

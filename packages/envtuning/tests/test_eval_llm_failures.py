@@ -39,14 +39,20 @@ def test_a_dead_server_fails_the_evaluation(tmp_path, aworld_home):
 
 
 @pytest.mark.parametrize("protocol", ["bfcl", "envtuning"])
-def test_a_server_answering_400_fails_the_evaluation_with_the_count(tmp_path, aworld_home, protocol):
+def test_a_server_answering_400_fails_the_evaluation_with_the_count(
+    tmp_path, aworld_home, protocol
+):
     too_long = "This model's maximum context length is 2048 tokens."
-    with ScriptedLLMServer(Fault.error(400, too_long), model="Qwen/Qwen3-8B") as server:
-        with pytest.raises(LLMErrorBudgetExceeded, match="1 of 1 calls") as err:
-            _eval(tmp_path, f"llm.base_url={server.base_url}", f"protocol={protocol}")
+    with (
+        ScriptedLLMServer(Fault.error(400, too_long), model="Qwen/Qwen3-8B") as server,
+        pytest.raises(LLMErrorBudgetExceeded, match="1 of 1 calls") as err,
+    ):
+        _eval(tmp_path, f"llm.base_url={server.base_url}", f"protocol={protocol}")
     assert too_long in str(err.value)
     status = _status(tmp_path)
-    assert status["status"] == "failed" and "LLMErrorBudgetExceeded: 1 of 1 calls" in status["error"]
+    assert (
+        status["status"] == "failed" and "LLMErrorBudgetExceeded: 1 of 1 calls" in status["error"]
+    )
     metrics = [json.loads(line) for line in (tmp_path / "run" / "metrics.jsonl").open()]
     assert {"llm_calls": 1, "llm_errors": 1}.items() <= metrics[-1].items()
 

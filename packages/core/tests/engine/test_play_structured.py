@@ -110,7 +110,9 @@ def test_the_text_only_flag_keeps_the_old_behaviour():
 
 def test_hermes_calls_keep_unparsable_arguments_as_sent():
     bad = {"function": {"name": "f", "arguments": "{not json"}}
-    assert hermes_calls([bad]) == '<tool_call>\n{"name": "f", "arguments": "{not json"}\n</tool_call>'
+    assert (
+        hermes_calls([bad]) == '<tool_call>\n{"name": "f", "arguments": "{not json"}\n</tool_call>'
+    )
 
 
 def test_the_stop_string_is_put_back_after_the_rebuilt_text():
@@ -137,7 +139,9 @@ def test_completion_carries_token_ids_and_logprobs_when_the_server_sends_them():
         "model": "m",
     }
     server = ScriptedTransport([body])
-    completion = asyncio.run(_client(server).chat([{"role": "user", "content": "q"}], logprobs=True))
+    completion = asyncio.run(
+        _client(server).chat([{"role": "user", "content": "q"}], logprobs=True)
+    )
     assert completion.token_ids == [6023, 151645]
     assert completion.logprobs == [-0.25, -1.5]
     assert server.chat_bodies[0]["logprobs"] is True

@@ -11,6 +11,7 @@ training drivers build them (SFT data from played episodes).
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
 from collections.abc import Mapping, Sequence
 from typing import Any, Literal
@@ -41,10 +42,8 @@ def hermes_calls(tool_calls: Sequence[Mapping[str, Any]]) -> str:
         function = call.get("function") or {}
         arguments: Any = function.get("arguments", {})
         if isinstance(arguments, str):
-            try:
+            with contextlib.suppress(ValueError):  # else kept as sent: the environment judges it
                 arguments = json.loads(arguments)
-            except ValueError:
-                pass  # kept as the server sent it: the environment judges it
         payload = json.dumps({"name": function.get("name"), "arguments": arguments})
         blocks.append(f"<tool_call>\n{payload}\n</tool_call>")
     return "\n".join(blocks)

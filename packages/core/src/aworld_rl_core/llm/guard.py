@@ -60,6 +60,7 @@ class GuardedClient:
         if not 0 <= max_error_rate <= 1:
             raise ValueError(f"max_error_rate must be in [0, 1], got {max_error_rate}")
         self.client = client
+        self.model: str = client.model
         self.name = name
         self.max_error_rate = max_error_rate
         self.preflight_enabled = preflight
@@ -76,10 +77,6 @@ class GuardedClient:
         if name == "client":  # not set yet (copy / unpickling)
             raise AttributeError(name)
         return getattr(self.client, name)
-
-    @property
-    def model(self) -> str:
-        return self.client.model
 
     @property
     def concurrency(self) -> int:

@@ -10,8 +10,8 @@
 ``tiny:qwen3``, ``tiny:qwen2`` and ``tiny:qwen2_5_vl`` in ``model.name_or_path`` name these. The
 text models take a size after the architecture: ``tiny:qwen3:hidden=128,layers=4`` (any key;
 default hidden 32, 2 layers; 4 attention heads, MLP twice the hidden size; ``heads``,
-``head_dim`` (Qwen3; default hidden / heads) and ``positions`` (default 4096) change those) and a sliding
-window below the last layer: ``tiny:qwen2:hidden=64,window=32``. ``vocab=N`` swaps Qwen3's
+``head_dim`` (Qwen3; default hidden / heads) and ``positions`` (default 4096) change those) and a
+sliding window below the last layer: ``tiny:qwen2:hidden=64,window=32``. ``vocab=N`` swaps Qwen3's
 151,669-token tokenizer for a byte-level BPE of N tokens trained in-process on the tool-use
 micro-world's text (``tiny:qwen2:hidden=64,vocab=1024``; see
 :mod:`aworld_rl_core.tooluse.microworld.tokenizer`).
@@ -151,8 +151,7 @@ class TinySize:
         return "-".join(
             f"{f.name}{getattr(self, f.name)}"
             for f in fields(self)
-            if f.name in ("hidden", "layers")
-            or getattr(self, f.name) != getattr(TinySize, f.name)
+            if f.name in ("hidden", "layers") or getattr(self, f.name) != getattr(TinySize, f.name)
         )
 
     @property

@@ -31,7 +31,7 @@ from typing import Any
 from aworld_rl_core.children import reap_group_with_parent, release, tethered_popen_kwargs
 
 SERVED_NAME = "tiny-qwen3"
-STARTUP_TIMEOUT_S = 600.0
+STARTUP_TIMEOUT_S = 900.0
 
 
 def write_servable_qwen3(directory: Path | str, seed: int = 0) -> Path:
