@@ -216,8 +216,8 @@ def run(cfg: EvalConfig, run: Run) -> RunResult:
     _check(cfg)
     categories = tuple(canonical_category(c) for c in cfg.categories)
     entries = _load_entries(dataclasses.replace(cfg, categories=categories))
-    counts: dict[str, Any] = {}
-    records = asyncio.run(_generate(cfg, entries, run, counts))
+    llm_counts: dict[str, Any] = {}
+    records = asyncio.run(_generate(cfg, entries, run, llm_counts))
     scores = score_records(records, categories)
     agg = aggregate(scores, missing=cfg.missing_categories)
 
@@ -239,7 +239,7 @@ def run(cfg: EvalConfig, run: Run) -> RunResult:
     )
     metrics: dict[str, Any] = {f"acc/{c}": s.accuracy for c, s in scores.items()}
     metrics.update({f"acc/{k}": v for k, v in agg.items() if v is not None})
-    metrics.update(counts)
+    metrics.update(llm_counts)
     (run.dir / "scores.json").write_text(json.dumps(metrics, indent=2), encoding="utf-8")
     run.log(metrics)
     agent = "BFCL's ground truth" if cfg.source == "ground_truth" else cfg.generator.model
