@@ -191,3 +191,17 @@ def test_the_preflight_runs_once_for_calls_in_flight_together():
             "max_model_len": 4096,
             "prompt_tokens": 1,
         }
+
+
+def test_the_summary_always_shows_the_llm_error_count(capsys, tmp_path):
+    from types import SimpleNamespace
+
+    from aworld_rl_core.cli import _print_summary
+    from aworld_rl_core.runs import RunResult
+
+    result = RunResult(
+        metrics={"accuracy": 0.5, "llm_calls": 40, "llm_errors": 0}, headline=["accuracy"]
+    )
+    _print_summary("x.eval", SimpleNamespace(dir=tmp_path, warnings=0), result)
+    out = capsys.readouterr().out
+    assert "llm_calls: 40" in out and "llm_errors: 0" in out, out
