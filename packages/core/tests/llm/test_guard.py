@@ -54,9 +54,12 @@ def test_a_dead_server_fails_the_preflight_before_any_episode():
         asyncio.run(play_many(client, [OneTurnEnv(), OneTurnEnv()], errors="end"))
     assert "llm.base_url" in str(err.value)
     assert client.calls == 0  # no chat call was made
-    # every later call fails the same way, without trying again
+    # every later call fails the same way, without trying again, and counts as failed: a caller
+    # that catches every error (a pipeline stage) still ends over the budget
     with pytest.raises(LLMPreflightError):
         asyncio.run(client.chat([{"role": "user", "content": "hi"}]))
+    with pytest.raises(LLMErrorBudgetExceeded, match="1 of 1 calls.*LLMPreflightError x1"):
+        account_llm_errors({}, client)
 
 
 def test_a_dead_server_without_preflight_is_counted_and_fails_the_run():

@@ -121,11 +121,12 @@ class GuardedClient:
     async def chat(
         self, messages: list[Message], *, tools: list[dict[str, Any]] | None = None, **sampling: Any
     ) -> Completion:
-        """The inner client's reply; a failure is counted and re-raised."""
-        if self.preflight_enabled and not self._preflight_done:
-            await self.preflight([{"messages": messages, "tools": tools, **sampling}])
+        """The inner client's reply; a failure (a failed preflight included, so callers that
+        catch every error still end over the budget) is counted and re-raised."""
         self.calls += 1
         try:
+            if self.preflight_enabled and not self._preflight_done:
+                await self.preflight([{"messages": messages, "tools": tools, **sampling}])
             return await self.client.chat(messages, tools=tools, **sampling)
         except Exception as err:
             self.record_error(err)
