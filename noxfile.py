@@ -150,17 +150,25 @@ def tests_llamafactory(session: nox.Session) -> None:
 def tests_vllm(session: nox.Session) -> None:
     """Every OpenAI-compatible path against vLLM's own server on CPU, in its own venv: core's
     ``tests/vllm`` and each package's (a session-wide fixture serves a random tiny Qwen3)."""
-    session.install(TORCH)
+    # torch, vLLM and the removal of its CUDA add-ons once per venv (a reused venv keeps them:
+    # reinstalling would bring torchvision & co. back)
+    marker = Path(session.virtualenv.location) / ".aworld-vllm-pins"
+    pins = " ".join([TORCH, *VLLM])
+    if not marker.is_file() or marker.read_text(encoding="utf-8") != pins:
+        session.install(TORCH)
+        session.install(*VLLM)
+        session.run_install(
+            "pip", "uninstall", "-y", "torchvision", "torchaudio", "torchcodec",
+            success_codes=[0, 1],
+        )  # fmt: skip
+        marker.write_text(pins, encoding="utf-8")
     session.install(
-        *VLLM,
+        VLLM[1],  # transformers stays in vLLM's range
         "-e",
         "packages/core[test]",
         *(arg for p in VLLM_PACKAGES for arg in ("-e", f"packages/{p}[test]")),
     )
     session.install("--no-deps", BFCL)
-    session.run_install(
-        "pip", "uninstall", "-y", "torchvision", "torchaudio", "torchcodec", success_codes=[0, 1]
-    )
     tmp = Path(session.create_tmp())
     session.run(
         "pytest",
