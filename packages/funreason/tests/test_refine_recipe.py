@@ -78,4 +78,5 @@ def test_scripted_judge_regenerates_and_drops_then_resumes(tmp_path):
             "funreason.refine", run, cfg, output_dir=tmp_path, resume=True, quiet=True
         )
         assert len(server.chat_bodies) == first_calls
-        assert again.metrics == result.metrics
+        assert result.metrics["llm_calls"] == first_calls and result.metrics["llm_errors"] == 0
+        assert again.metrics == {**result.metrics, "llm_calls": 0}  # this run asked nothing

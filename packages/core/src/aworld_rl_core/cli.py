@@ -369,6 +369,7 @@ def _print_summary(name: str, run: Any, result: Any) -> None:
     for key, path in result.outputs.items():
         print(f"  {key}: {path}")
     keys = [k for k in result.headline if k in result.metrics] or list(result.metrics)[:12]
+    keys += [k for k in ("llm_calls", "llm_errors") if k in result.metrics and k not in keys]
     for key in keys:
         print(f"  {key}: {format_metric(key, result.metrics[key])}")
     if run.warnings:

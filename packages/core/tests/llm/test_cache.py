@@ -77,7 +77,7 @@ def test_make_client_wraps_the_cache(tmp_path):
     with ScriptedLLMServer() as server:
         cfg = LLMConfig(base_url=server.base_url, model="m", cache_dir=str(tmp_path / "c"))
         client = make_client(cfg)
-        assert isinstance(client, CachedClient)
+        assert isinstance(client.client, CachedClient)  # under the error-counting guard
         asyncio.run(client.chat(USER))
         asyncio.run(client.chat(USER))
         assert len(server.chat_bodies) == 1

@@ -42,7 +42,9 @@ def test_factory_builds_the_openai_client(monkeypatch):
         concurrency=3,
         extra_body={"top_k": 20},
     )
-    client = make_client(cfg)
+    guard = make_client(cfg)
+    assert guard.max_error_rate == 0.01 and guard.preflight_enabled  # the config's defaults
+    client = guard.client
     assert isinstance(client, OpenAIClient)
     assert client.endpoint == "http://127.0.0.1:9/v1/chat/completions"
     assert client.retry.max_retries == 2 and client.concurrency == 3

@@ -97,7 +97,7 @@ def test_make_client_loads_a_local_directory(tmp_path, model_and_tokenizer):
     tok.save_pretrained(tmp_path)
     cfg = LLMConfig(provider="local", model=str(tmp_path), temperature=0.0, max_tokens=4)
     client = make_client(cfg)
-    assert isinstance(client, LocalHFClient)
+    assert isinstance(client.client, LocalHFClient)  # under the error-counting guard
     direct = LocalHFClient(model, tok, defaults={"temperature": 0.0, "max_tokens": 4})
     assert asyncio.run(client.chat(PROMPTS[2])).text == asyncio.run(direct.chat(PROMPTS[2])).text
     with pytest.raises(OSError, match="cannot load a local model"):

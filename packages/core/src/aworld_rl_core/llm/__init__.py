@@ -20,6 +20,14 @@ from aworld_rl_core.llm.errors import (
     LLMTimeoutError,
 )
 from aworld_rl_core.llm.factory import make_client, make_sync_client
+from aworld_rl_core.llm.guard import (
+    GuardedClient,
+    LLMErrorBudgetExceeded,
+    LLMPreflightError,
+    LLMRunError,
+    account_llm_errors,
+    llm_error_metrics,
+)
 from aworld_rl_core.llm.jobs import JobReport, run_jobs, run_jobs_sync
 from aworld_rl_core.llm.jsonl_sink import JsonlSink
 from aworld_rl_core.llm.local_client import LocalHFClient
@@ -32,22 +40,28 @@ __all__ = [
     "CachedClient",
     "ChatRequest",
     "Completion",
+    "GuardedClient",
     "JobReport",
     "JsonlSink",
     "LLMClient",
     "LLMConfig",
     "LLMConnectionError",
     "LLMError",
+    "LLMErrorBudgetExceeded",
     "LLMHTTPError",
+    "LLMPreflightError",
     "LLMResponseError",
+    "LLMRunError",
     "LLMTimeoutError",
     "LocalHFClient",
     "OpenAIClient",
     "ResponseCache",
     "RetryPolicy",
     "SyncClient",
+    "account_llm_errors",
     "cache_key",
     "chat_many",
+    "llm_error_metrics",
     "make_client",
     "make_sync_client",
     "run_jobs",

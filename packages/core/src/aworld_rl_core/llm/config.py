@@ -51,6 +51,20 @@ class LLMConfig:
     backoff_max_s: float = option(
         30.0, help="largest backoff between retries", ge=0, resumable=True
     )
+    max_error_rate: float = option(
+        0.01,
+        help="share of calls that may fail (after retries) before the run fails with status "
+        "failed; 0: any failed call fails the run",
+        ge=0,
+        le=1,
+        resumable=True,
+    )
+    preflight: bool = option(
+        True,
+        help="before the first call, check that the server answers, serves this model, fits the "
+        "longest first prompt plus max_tokens in its context and accepts the protocol's tools",
+        resumable=True,
+    )
     cache_dir: str | None = option(
         None, help="directory of the on-disk response cache (unset: no cache)", resumable=True
     )

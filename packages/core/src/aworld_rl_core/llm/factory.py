@@ -8,7 +8,9 @@ from aworld_rl_core.llm.config import LLMConfig
 
 
 def make_client(cfg: LLMConfig) -> Any:
-    """The async client ``cfg`` describes, wrapped in the on-disk cache when ``cache_dir`` is set.
+    """The async client ``cfg`` describes, wrapped in the on-disk cache when ``cache_dir`` is set
+    and in a :class:`~aworld_rl_core.llm.guard.GuardedClient` (failed calls counted against
+    ``max_error_rate``; the server checked before the first call when ``preflight``).
 
     ``provider=local`` loads ``cfg.model`` from a local path with transformers (imported here,
     lazily). Use :func:`make_sync_client` from synchronous code.
@@ -50,7 +52,12 @@ def make_client(cfg: LLMConfig) -> Any:
         from aworld_rl_core.llm.cached import CachedClient
 
         client = CachedClient(client, ResponseCache(cfg.cache_dir))
-    return client
+    from aworld_rl_core.llm.guard import GuardedClient
+
+    name = cfg.base_url if cfg.provider == "openai" else "the local model"
+    return GuardedClient(
+        client, name=name, max_error_rate=cfg.max_error_rate, preflight=cfg.preflight
+    )
 
 
 def make_sync_client(cfg: LLMConfig) -> Any:

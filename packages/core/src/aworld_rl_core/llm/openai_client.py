@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import json
+import logging
 import os
 from collections.abc import Iterator
 from typing import Any
@@ -20,6 +21,7 @@ from aworld_rl_core.llm.errors import (
 from aworld_rl_core.llm.retry import RetryableError, RetryPolicy, parse_retry_after, retry_async
 from aworld_rl_core.llm.types import Completion, Message
 
+log = logging.getLogger(__name__)
 RETRY_STATUSES = frozenset({408, 409, 425, 429})
 SNIPPET = 300
 POOL_SIZE = 8
@@ -212,6 +214,137 @@ class OpenAIClient(BaseLLMClient):
             body=response.text,
         )
 
+    async def preflight(self, requests: list[dict[str, Any]]) -> dict[str, Any]:
+        """Check the server before a run (see :mod:`aworld_rl_core.llm.guard`); returns what it
+        found (``models``, ``max_model_len``, ``prompt_tokens``). ``requests`` are chat requests
+        ``{messages, tools?, **sampling}``; the longest is measured by the server's
+        ``/tokenize`` (when it has one): it must leave room in the context, and ``max_tokens``
+        must not exceed the context (vLLM refuses those; it shortens replies that merely run
+        past it, which is logged). When it carries tools it is sent with ``max_tokens=1`` (a
+        server without a tool-call parser refuses it).
+
+        Raises :class:`~aworld_rl_core.llm.guard.LLMPreflightError` naming what to fix.
+        """
+        import httpx
+
+        from aworld_rl_core.llm.guard import LLMPreflightError
+
+        report: dict[str, Any] = {}
+        models_url = f"{self.base_url}/models"
+        timeout = httpx.Timeout(min(self.timeout_s, 30.0))
+        async with httpx.AsyncClient(
+            timeout=timeout, headers=self._headers, transport=self.transport
+        ) as http:
+            try:
+                response = await http.get(models_url)
+            except httpx.HTTPError as err:
+                raise LLMPreflightError(
+                    f"preflight: cannot reach the model server at {self.base_url} "
+                    f"({type(err).__name__}: {err or 'no answer'}): start it (e.g. `python -m "
+                    "vllm.entrypoints.openai.api_server --model MODEL`, see the README) or fix "
+                    "llm.base_url; llm.preflight=false skips this check"
+                ) from None
+            if response.status_code in (401, 403):
+                raise LLMPreflightError(
+                    f"preflight: {models_url} refused the API key (HTTP {response.status_code}):"
+                    f" set ${self.api_key_env}"
+                )
+            cards = _model_cards(response) if response.status_code == 200 else []
+            names = [str(c.get("id")) for c in cards]
+            report["models"] = names
+            vllm_like = any(c.get("owned_by") == "vllm" or "max_model_len" in c for c in cards)
+            if names and self.model not in names:
+                message = (
+                    f"preflight: the server at {self.base_url} serves {names}, not "
+                    f"{self.model!r}: set llm.model to the served name (vLLM: "
+                    "--served-model-name)"
+                )
+                if vllm_like:
+                    raise LLMPreflightError(message)
+                log.warning("%s", message)  # hosted APIs list some models under aliases
+            card = next((c for c in cards if c.get("id") == self.model), {})
+            max_len = card.get("max_model_len")
+            if isinstance(max_len, int):
+                report["max_model_len"] = max_len
+            if not requests:
+                return report
+            longest = max(requests, key=lambda r: len(json.dumps(r, default=str)))
+            sampling = self.sampling_params(
+                {k: v for k, v in longest.items() if k not in ("messages", "tools")}
+            )
+            tokens = await self._count_tokens(http, longest, sampling)
+            if tokens is not None:
+                count, server_len = tokens
+                report["prompt_tokens"] = count
+                max_len = server_len or max_len
+                report["max_model_len"] = max_len
+                max_tokens = int(sampling.get("max_tokens") or 0)
+                if isinstance(max_len, int) and (count >= max_len or max_tokens > max_len):
+                    raise LLMPreflightError(
+                        f"preflight: {self.base_url} serves {self.model!r} with a context of "
+                        f"{max_len} tokens, but the longest first prompt is {count} tokens and "
+                        f"replies may take max_tokens={max_tokens}: restart the server with a "
+                        "larger --max-model-len (at least the prompt plus max_tokens) or lower "
+                        "llm.max_tokens"
+                    )
+                if isinstance(max_len, int) and count + max_tokens > max_len:
+                    log.warning(
+                        "preflight: the longest first prompt (%d tokens) plus max_tokens=%d "
+                        "exceeds the server's context (%d): long replies will be cut short",
+                        count,
+                        max_tokens,
+                        max_len,
+                    )
+        if longest.get("tools"):
+            probe = {**sampling, "max_tokens": 1}
+            probe.pop("stop", None)
+            try:
+                await self._chat(list(longest["messages"]), longest["tools"], probe)
+            except LLMHTTPError as err:
+                raise LLMPreflightError(
+                    f"preflight: {self.endpoint} refused a request with tools (HTTP "
+                    f"{err.status}: {_error_detail(err.body)}); the protocol sends tool schemas, "
+                    "so the server needs its tool-call parser: vLLM `--enable-auto-tool-choice "
+                    "--tool-call-parser hermes` for Qwen models"
+                ) from None
+            except (LLMConnectionError, LLMTimeoutError, LLMResponseError) as err:
+                raise LLMPreflightError(
+                    f"preflight: a one-token request to {self.endpoint} failed: {err}"
+                ) from None
+        return report
+
+    async def _count_tokens(
+        self, http: Any, request: dict[str, Any], sampling: dict[str, Any]
+    ) -> tuple[int, int | None] | None:
+        """The prompt's token count by the server's ``/tokenize`` (vLLM, SGLang), with the
+        server's context length when it says; None when the server has no such route."""
+        root = self.base_url[: -len("/v1")] if self.base_url.endswith("/v1") else self.base_url
+        body: dict[str, Any] = {
+            "model": self.model,
+            "messages": request["messages"],
+            "add_generation_prompt": not sampling.get("continue_final_message", False),
+        }
+        for key in ("continue_final_message", "chat_template_kwargs"):
+            if key in sampling or key in self.extra_body:
+                body[key] = sampling.get(key, self.extra_body.get(key))
+        if request.get("tools"):
+            body["tools"] = request["tools"]
+        try:
+            response = await http.post(f"{root}/tokenize", json=body)
+        except Exception:
+            return None
+        if response.status_code != 200:
+            return None
+        try:
+            data = response.json()
+        except ValueError:
+            return None
+        count = data.get("count") if isinstance(data, dict) else None
+        if not isinstance(count, int):
+            return None
+        max_len = data.get("max_model_len")
+        return count, max_len if isinstance(max_len, int) else None
+
     def _parse(self, text: str) -> Completion:
         def bad(reason: str) -> LLMResponseError:
             return LLMResponseError(
@@ -246,6 +379,9 @@ class OpenAIClient(BaseLLMClient):
         if not isinstance(usage, dict):
             usage = {}
         stop_reason = choices[0].get("stop_reason")  # vLLM: the matched stop string
+        token_ids = choices[0].get("token_ids")  # vLLM, with return_token_ids
+        if not (isinstance(token_ids, list) and all(type(t) is int for t in token_ids)):
+            token_ids = None
         return Completion(
             text=content or "",
             model=str(data.get("model") or self.model),
@@ -254,7 +390,36 @@ class OpenAIClient(BaseLLMClient):
             tool_calls=tool_calls,
             reasoning=reasoning if isinstance(reasoning, str) else None,
             usage={k: v for k, v in usage.items() if isinstance(v, int)},
+            token_ids=token_ids,
+            logprobs=_logprobs(choices[0].get("logprobs")),
         )
+
+
+def _model_cards(response: Any) -> list[dict[str, Any]]:
+    """The model cards of a ``GET /models`` answer (none when it is not the OpenAI shape)."""
+    try:
+        data = response.json()
+    except ValueError:
+        return []
+    cards = data.get("data") if isinstance(data, dict) else None
+    if not isinstance(cards, list):
+        return []
+    return [c for c in cards if isinstance(c, dict) and "id" in c]
+
+
+def _logprobs(value: Any) -> list[float] | None:
+    """The sampled tokens' log-probabilities from an OpenAI ``choices[0].logprobs`` object
+    (``{"content": [{"token", "logprob", ...}, ...]}``); None when absent or malformed."""
+    content = value.get("content") if isinstance(value, dict) else None
+    if not isinstance(content, list):
+        return None
+    out = []
+    for item in content:
+        logprob = item.get("logprob") if isinstance(item, dict) else None
+        if not isinstance(logprob, int | float) or isinstance(logprob, bool):
+            return None
+        out.append(float(logprob))
+    return out
 
 
 class _Pools:

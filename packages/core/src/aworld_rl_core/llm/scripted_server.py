@@ -30,7 +30,10 @@ Faults: ``delay`` (slow answer), ``hang`` (no answer until the client gives up),
 good answer sent one byte at a time), ``error`` (any status, optional ``Retry-After``),
 ``rate_limit`` (429), ``garbage`` (200 with a body that is not a chat completion) and ``drop``
 (connection closed without an answer). A reply function may return any fault but ``delay`` (it
-can sleep itself). ``GET /v1/models`` lists ``model``; streaming is refused.
+can sleep itself). ``GET /v1/models`` lists ``model``; streaming is refused. With
+``max_model_len`` the server also acts as vLLM does for a preflight: its model card says
+``owned_by: vllm`` and the context length, and ``POST /tokenize`` counts a request's prompt (one
+token per whitespace-separated word of the messages' content, the unit of its ``usage``).
 """
 
 from __future__ import annotations
@@ -145,9 +148,11 @@ class ScriptedLLM:
         *,
         latency_s: float = 0.0,
         model: str = "scripted-model",
+        max_model_len: int | None = None,
     ) -> None:
         self.model = model
         self.latency_s = latency_s
+        self.max_model_len = max_model_len
         self._reply_fn: Callable[[dict], Reply] | None = None
         self._replies: collections.deque[Reply] | None = None
         if isinstance(reply, list):
@@ -261,8 +266,21 @@ class ScriptedLLM:
             },
         }
 
+    def models_body(self) -> dict[str, Any]:
+        """The ``GET /v1/models`` answer."""
+        card: dict[str, Any] = {"id": self.model, "object": "model"}
+        if self.max_model_len is not None:
+            card.update(owned_by="vllm", max_model_len=self.max_model_len)
+        return {"object": "list", "data": [card]}
+
     def _plan(self, path: str, body: Any) -> _Answer:
         """The answer to a POST of ``body`` to ``path`` (takes the next fault or reply)."""
+        if path.rstrip("/").endswith("/tokenize") and self.max_model_len is not None:
+            messages = body.get("messages") if isinstance(body, dict) else None
+            if not isinstance(messages, list):
+                return _json_answer(400, {"error": {"message": "tokenize needs 'messages'"}})
+            count = sum(len(str(m.get("content") or "").split()) for m in messages)
+            return _json_answer(200, {"count": count, "max_model_len": self.max_model_len})
         if not path.rstrip("/").endswith("/chat/completions"):
             return _json_answer(404, {"error": {"message": f"no route {path}"}})
         if not isinstance(body, dict) or not isinstance(body.get("messages"), list):
@@ -347,9 +365,7 @@ class ScriptedTransport(ScriptedLLM):
 
     def _get(self, path: str) -> _Answer:
         if path.rstrip("/").endswith("/models"):
-            return _json_answer(
-                200, {"object": "list", "data": [{"id": self.model, "object": "model"}]}
-            )
+            return _json_answer(200, self.models_body())
         return _json_answer(404, {"error": {"message": f"no route {path}"}})
 
 
@@ -378,10 +394,11 @@ class ScriptedLLMServer(ScriptedLLM):
         *,
         latency_s: float = 0.0,
         model: str = "scripted-model",
+        max_model_len: int | None = None,
         host: str = "127.0.0.1",
         port: int = 0,
     ) -> None:
-        super().__init__(reply, latency_s=latency_s, model=model)
+        super().__init__(reply, latency_s=latency_s, model=model, max_model_len=max_model_len)
         self._stop = threading.Event()
         self._httpd = _Server((host, port), _Handler)
         self._httpd.owner = self
@@ -488,9 +505,7 @@ class _Handler(BaseHTTPRequestHandler):
         self._begin(RecordedRequest("GET", self.path, dict(self.headers), None))
         try:
             if self.path.rstrip("/").endswith("/models"):
-                self._json(
-                    200, {"object": "list", "data": [{"id": owner.model, "object": "model"}]}
-                )
+                self._json(200, owner.models_body())
             else:
                 self._json(404, {"error": {"message": f"no route {self.path}"}})
         finally:

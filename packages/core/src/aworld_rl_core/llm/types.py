@@ -16,6 +16,9 @@ class Completion:
     OpenAI-style tool calls when the server parsed them; ``reasoning`` holds a separate reasoning
     channel when the server returns one (vLLM / SGLang ``reasoning_content``); ``stop_reason``
     is the stop string that ended ``text`` (vLLM's field; the text does not include it).
+    ``token_ids`` and ``logprobs`` are the reply's sampled tokens and their log-probabilities,
+    present when the request asked for them (``logprobs=True``; vLLM's ``return_token_ids=True``)
+    and the server sent them (training backends check their ratios against these).
     """
 
     text: str
@@ -25,6 +28,8 @@ class Completion:
     tool_calls: list[dict[str, Any]] | None = None
     reasoning: str | None = None
     usage: dict[str, int] = field(default_factory=dict)
+    token_ids: list[int] | None = None
+    logprobs: list[float] | None = None
     cached: bool = False
 
     def message(self) -> Message:
@@ -51,6 +56,8 @@ class Completion:
             tool_calls=data.get("tool_calls"),
             reasoning=data.get("reasoning"),
             usage=dict(data.get("usage") or {}),
+            token_ids=data.get("token_ids"),
+            logprobs=data.get("logprobs"),
             cached=cached,
         )
 

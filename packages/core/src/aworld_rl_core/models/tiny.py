@@ -9,11 +9,16 @@
 
 ``tiny:qwen3``, ``tiny:qwen2`` and ``tiny:qwen2_5_vl`` in ``model.name_or_path`` name these. The
 text models take a size after the architecture: ``tiny:qwen3:hidden=128,layers=4`` (any key;
-default hidden 32, 2 layers; 4 attention heads, MLP twice the hidden size) and a sliding
-window below the last layer: ``tiny:qwen2:hidden=64,window=32``. ``vocab=N`` swaps Qwen3's
+default hidden 32, 2 layers; 4 attention heads, MLP twice the hidden size; ``heads``,
+``head_dim`` (Qwen3; default hidden / heads) and ``positions`` (default 4096) change those) and a
+sliding window below the last layer: ``tiny:qwen2:hidden=64,window=32``. ``vocab=N`` swaps Qwen3's
 151,669-token tokenizer for a byte-level BPE of N tokens trained in-process on the tool-use
 micro-world's text (``tiny:qwen2:hidden=64,vocab=1024``; see
 :mod:`aworld_rl_core.tooluse.microworld.tokenizer`).
+
+:data:`SERVABLE_QWEN3` (``tiny:qwen3:hidden=128,heads=2,positions=16384``: 2 heads of 64, a 16k
+context) is a tiny Qwen3 that vLLM serves on CPU (its CPU attention needs a head size of 32,
+64, 80 or more; the default tiny model's is 8).
 """
 
 from __future__ import annotations
@@ -28,6 +33,10 @@ from pathlib import Path
 from typing import Any
 
 TINY_PREFIX = "tiny:"
+SERVABLE_QWEN3 = "tiny:qwen3:hidden=128,heads=2,positions=16384"
+"""A tiny Qwen3 that vLLM's CPU build serves (head size 64, 16k positions)."""
+VLLM_CPU_HEAD_SIZES = (32, 64, 80)
+"""Head sizes vLLM's CPU attention supports below 96 (every multiple of 16 from 96 up too)."""
 TEXT_ARCHS = ("qwen3", "qwen2")
 VISION_ARCHS = ("qwen2_5_vl",)
 TINY_ARCHS = TEXT_ARCHS + VISION_ARCHS
@@ -88,12 +97,17 @@ class TinySize:
     """Width and depth of a tiny text model (``hidden=128,layers=4`` in its name); ``window``:
     every layer but the last attends to the last ``window`` tokens only (sliding-window
     attention; 0: every layer attends to everything); ``vocab``: the micro-world tokenizer's
-    size (0: Qwen3's tokenizer)."""
+    size (0: Qwen3's tokenizer); ``heads`` attention heads (2 key-value heads, or 1 with one
+    head) of ``head_dim`` each (0: hidden / heads; Qwen3 only otherwise); ``positions``:
+    ``max_position_embeddings``."""
 
     hidden: int = 32
     layers: int = 2
     window: int = 0
     vocab: int = 0
+    heads: int = 4
+    head_dim: int = 0
+    positions: int = 4096
 
     def __post_init__(self) -> None:
         if not (8 <= self.hidden <= 2048 and self.hidden % 8 == 0):
@@ -101,6 +115,22 @@ class TinySize:
                 f"tiny model hidden={self.hidden}: use a multiple of 8 from 8 to 2048 "
                 "(4 attention heads, each an even RoPE width)"
             )
+        if not 1 <= self.heads <= 32 or self.hidden % self.heads:
+            raise ValueError(
+                f"tiny model heads={self.heads}: use 1 to 32 heads dividing hidden={self.hidden}"
+            )
+        if self.head_dim and (self.head_dim % 2 or not 2 <= self.head_dim <= 256):
+            raise ValueError(
+                f"tiny model head_dim={self.head_dim}: use an even width from 2 to 256 (vLLM on "
+                "CPU serves 32, 64, 80 or more), or 0 for hidden / heads"
+            )
+        if (self.hidden // self.heads) % 2:
+            raise ValueError(
+                f"tiny model hidden={self.hidden}, heads={self.heads}: each head needs an even "
+                "RoPE width (hidden / heads)"
+            )
+        if not 128 <= self.positions <= 131072:
+            raise ValueError(f"tiny model positions={self.positions}: use 128 to 131072")
         if not 1 <= self.layers <= 32:
             raise ValueError(f"tiny model layers={self.layers}: use 1 to 32")
         if self.window and (self.layers < 2 or not 1 <= self.window <= 4096):
@@ -123,8 +153,13 @@ class TinySize:
         return "-".join(
             f"{f.name}{getattr(self, f.name)}"
             for f in fields(self)
-            if f.name not in ("window", "vocab") or getattr(self, f.name)
+            if f.name in ("hidden", "layers") or getattr(self, f.name) != getattr(TinySize, f.name)
         )
+
+    @property
+    def head_size(self) -> int:
+        """Each attention head's width."""
+        return self.head_dim or self.hidden // self.heads
 
 
 def parse_tiny(spec: str, allowed: tuple[str, ...] = TINY_ARCHS) -> tuple[str, TinySize]:
@@ -158,9 +193,9 @@ def _text_config(arch: str, vocab_size: int, tokenizer: Any, size: TinySize) -> 
         hidden_size=size.hidden,
         intermediate_size=2 * size.hidden,
         num_hidden_layers=size.layers,
-        num_attention_heads=4,
-        num_key_value_heads=2,
-        max_position_embeddings=4096,
+        num_attention_heads=size.heads,
+        num_key_value_heads=min(2, size.heads),
+        max_position_embeddings=size.positions,
         tie_word_embeddings=True,
         eos_token_id=tokenizer.convert_tokens_to_ids("<|im_end|>"),
         pad_token_id=tokenizer.pad_token_id,
@@ -176,9 +211,14 @@ def _text_config(arch: str, vocab_size: int, tokenizer: Any, size: TinySize) -> 
     if check_arch(arch, TEXT_ARCHS) == "qwen3":
         from transformers import Qwen3Config
 
-        return Qwen3Config(head_dim=size.hidden // 4, **common)
+        return Qwen3Config(head_dim=size.head_size, **common)
     from transformers import Qwen2Config
 
+    if size.head_dim and size.head_dim != size.hidden // size.heads:
+        raise ValueError(
+            f"tiny:qwen2 with head_dim={size.head_dim}: Qwen2's head width is hidden / heads "
+            f"({size.hidden // size.heads}); set heads instead, or use tiny:qwen3"
+        )
     return Qwen2Config(**common)
 
 

@@ -105,3 +105,82 @@ def small_disk(tmp_path: Path):
         yield disk
     finally:
         disk.unmount()
+
+
+VLLM_URL_ENV = "AWORLD_RL_VLLM_BASE_URL"
+"""Set to a running server's base URL (serving :func:`write_servable_qwen3`'s model as
+``tiny-qwen3`` with the hermes tool parser) to reuse it instead of starting one."""
+
+
+class _RunningVllm:
+    """An already-running vLLM server named by ``AWORLD_RL_VLLM_BASE_URL``."""
+
+    def __init__(self, base_url: str, model_dir: Path) -> None:
+        from aworld_rl_core.testing.vllm_server import SERVED_NAME
+
+        self.base_url = base_url.rstrip("/")
+        self.url = self.base_url.removesuffix("/v1")
+        self.model = SERVED_NAME
+        self.model_dir = model_dir
+        self.max_model_len = 16384
+
+
+@pytest.fixture(scope="session")
+def vllm_model_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A random tiny Qwen3 that vLLM serves on CPU (``SERVABLE_QWEN3``), saved once."""
+    pytest.importorskip("vllm")
+    from aworld_rl_core.testing.vllm_server import write_servable_qwen3
+
+    home = tmp_path_factory.mktemp("vllm-home")
+    previous = os.environ.get("AWORLD_RL_HOME")
+    os.environ["AWORLD_RL_HOME"] = str(home)
+    try:
+        return write_servable_qwen3(tmp_path_factory.mktemp("vllm-model"))
+    finally:
+        if previous is None:
+            os.environ.pop("AWORLD_RL_HOME", None)
+        else:
+            os.environ["AWORLD_RL_HOME"] = previous
+
+
+def _vllm(model_dir: Path, reasoning_parser: str | None) -> object:
+    from aworld_rl_core.testing.vllm_server import VllmServer
+
+    url = os.environ.get(VLLM_URL_ENV + ("_REASONING" if reasoning_parser else ""))
+    if url:
+        return _RunningVllm(url, model_dir)
+    # regexes force whole replies, the think block included (by default vLLM applies them
+    # only after the reasoning)
+    extra = ["--structured-outputs-config", '{"enable_in_reasoning": true}']
+    return VllmServer(
+        model_dir,
+        reasoning_parser=reasoning_parser,
+        max_model_len=16384,
+        extra_args=extra if reasoning_parser else [],
+    ).start()
+
+
+@pytest.fixture(scope="session")
+def vllm_server(vllm_model_dir: Path):
+    """vLLM's OpenAI server (``--enforce-eager``, hermes tool parser, 16k context) over the tiny
+    Qwen3, shared by the session; stopped by its process group at the end."""
+    server = _vllm(vllm_model_dir, None)
+    try:
+        yield server
+    finally:
+        stop = getattr(server, "stop", None)
+        if stop is not None:
+            stop()
+
+
+@pytest.fixture(scope="session")
+def vllm_reasoning_server(vllm_model_dir: Path):
+    """The same server started with ``--reasoning-parser qwen3`` (structured outputs applied to
+    the reasoning too, so a regex forces a whole reply)."""
+    server = _vllm(vllm_model_dir, "qwen3")
+    try:
+        yield server
+    finally:
+        stop = getattr(server, "stop", None)
+        if stop is not None:
+            stop()

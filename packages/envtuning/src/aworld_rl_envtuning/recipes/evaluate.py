@@ -158,7 +158,7 @@ def run_evaluation(
     entries: str = "",
 ) -> tuple[dict[str, float], dict[str, Path]]:
     """Evaluate, write result files and the report sections; (metrics, output files)."""
-    from aworld_rl_core.llm import make_client
+    from aworld_rl_core.llm import account_llm_errors, make_client
     from aworld_rl_core.tooluse.bfcl import version
     from aworld_rl_core.tooluse.bfcl.loader import file_prefix
     from aworld_rl_core.tooluse.bfcl.results import write_results, write_summary
@@ -242,6 +242,7 @@ def run_evaluation(
         outputs["accuracy_plot"] = plot
         section += f"\n![accuracy]({plot.relative_to(run.dir).as_posix()})\n"
     run.add_section(f"BFCL multi-turn ({protocol} protocol)", section)
+    account_llm_errors(metrics, client, run=run)  # too many failed calls: the run fails
     run.log({k: v for k, v in metrics.items() if k != "entries"})
     return metrics, outputs
 

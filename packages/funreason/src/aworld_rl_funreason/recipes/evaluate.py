@@ -134,7 +134,11 @@ def _check(cfg: EvalConfig) -> None:
         )
 
 
-async def _generate(cfg: EvalConfig, entries: list[Any], run: Run) -> list[dict[str, Any]]:
+async def _generate(
+    cfg: EvalConfig, entries: list[Any], run: Run, counts: dict[str, Any]
+) -> list[dict[str, Any]]:
+    """The records of every (entry, sample); ``counts`` gets ``llm_calls`` / ``llm_errors``."""
+    from aworld_rl_core.llm import account_llm_errors
     from aworld_rl_core.llm.jobs import run_jobs
     from aworld_rl_core.llm.jsonl_sink import JsonlSink
     from aworld_rl_core.tooluse.bfcl import judge_single_turn
@@ -179,6 +183,7 @@ async def _generate(cfg: EvalConfig, entries: list[Any], run: Run) -> list[dict[
             report = await run_jobs(
                 items, job, sink, concurrency=cfg.concurrency, key=lambda j: f"{j[0].id}#{j[1]}"
             )
+            account_llm_errors(counts, client, run=run)  # over llm.max_error_rate: fails
             if report.failed:
                 raise RuntimeError(f"{len(report.failed)} generations failed: {report.failed}")
             done = {r["key"]: r for r in sink.records()}
@@ -211,7 +216,8 @@ def run(cfg: EvalConfig, run: Run) -> RunResult:
     _check(cfg)
     categories = tuple(canonical_category(c) for c in cfg.categories)
     entries = _load_entries(dataclasses.replace(cfg, categories=categories))
-    records = asyncio.run(_generate(cfg, entries, run))
+    llm_counts: dict[str, Any] = {}
+    records = asyncio.run(_generate(cfg, entries, run, llm_counts))
     scores = score_records(records, categories)
     agg = aggregate(scores, missing=cfg.missing_categories)
 
@@ -233,6 +239,7 @@ def run(cfg: EvalConfig, run: Run) -> RunResult:
     )
     metrics: dict[str, Any] = {f"acc/{c}": s.accuracy for c, s in scores.items()}
     metrics.update({f"acc/{k}": v for k, v in agg.items() if v is not None})
+    metrics.update(llm_counts)
     (run.dir / "scores.json").write_text(json.dumps(metrics, indent=2), encoding="utf-8")
     run.log(metrics)
     agent = "BFCL's ground truth" if cfg.source == "ground_truth" else cfg.generator.model

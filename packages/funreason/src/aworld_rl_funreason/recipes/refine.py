@@ -183,12 +183,16 @@ def run(cfg: RefineConfig, run: Run) -> RunResult:
     out_dir = run.dir / "fcdr"
     out_dir.mkdir(parents=True, exist_ok=True)
 
+    llm_counts: dict[str, Any] = {}
+
     async def main() -> tuple[list[Outcome], Any]:
+        from aworld_rl_core.llm import account_llm_errors
+
         judge = _client(cfg.judge) if cfg.fcdr.judge == "llm" else None
         needs_teacher = settings.generate_cot and any(not s.reasoning for s in samples)
         teacher = _client(cfg.teacher) if needs_teacher else None
         try:
-            return await refine_all(
+            done = await refine_all(
                 samples,
                 judge,
                 teacher,
@@ -197,6 +201,9 @@ def run(cfg: RefineConfig, run: Run) -> RunResult:
                 concurrency=cfg.concurrency,
                 progress=lambda it: run.progress(it, total=len(samples), desc="FCDR"),
             )
+            # a judge that failed its calls is no judge: too many failures fail the run
+            account_llm_errors(llm_counts, judge, teacher, run=run)
+            return done
         finally:
             for client in (judge, teacher):
                 if client is not None:
@@ -215,5 +222,6 @@ def run(cfg: RefineConfig, run: Run) -> RunResult:
     }
     metrics.update({f"status/{k}": v for k, v in counts["status"].items()})
     metrics.update({f"stage/{k}": v for k, v in counts["stages"].items()})
+    metrics.update(llm_counts)
     run.log(metrics)
     return RunResult(metrics=metrics, outputs={**paths, "results": out_dir / "results.jsonl"})

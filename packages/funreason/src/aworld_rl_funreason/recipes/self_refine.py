@@ -157,6 +157,7 @@ async def _filter_v1(
     """FCDR over the sampled answers; the ones that pass unchanged (an answer the judge would
     have to rewrite no longer matches the model's reasoning, so it is not used). With
     ``path`` the verdicts go to a resumable sink."""
+    from aworld_rl_core.llm import account_llm_errors
     from aworld_rl_core.llm.factory import make_client
     from aworld_rl_funreason.fcdr.stages import refine_sample
     from aworld_rl_funreason.hdr import run_resumable
@@ -173,6 +174,7 @@ async def _filter_v1(
 
     try:
         verdicts = await run_resumable(candidates, _verdict_key, one, path, cfg.concurrency)
+        account_llm_errors(None, judge)  # a judge whose calls failed: the run fails
     finally:
         if judge is not None:
             await judge.aclose()

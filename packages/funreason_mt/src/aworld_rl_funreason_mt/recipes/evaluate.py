@@ -169,6 +169,7 @@ def _client(cfg: EvalConfig) -> tuple[Any, str]:
 
 def run(cfg: EvalConfig, run: Run) -> RunResult:
     """Play, judge, write BFCL result files, outcomes and the report."""
+    from aworld_rl_core.llm import account_llm_errors
     from aworld_rl_core.tooluse.bfcl import load_category, version
     from aworld_rl_core.tooluse.bfcl.leaderboard import aggregate as bfcl_aggregate
     from aworld_rl_core.tooluse.bfcl.loader import file_prefix
@@ -268,6 +269,7 @@ def run(cfg: EvalConfig, run: Run) -> RunResult:
                 outputs.update({f"bfcl_{c}_result": p for c, p in files.items()})
             title = "BFCL" if group == "bfcl" else "Held-out synthesized entries"
             run.add_section(f"{title} ({cfg.protocol} protocol)", section)
+    account_llm_errors(metrics, client, run=run)  # too many failed calls: the run fails
     scores = run.dir / "scores.json"
     scores.write_text(json.dumps(metrics, indent=2), encoding="utf-8")
     run.log(metrics)

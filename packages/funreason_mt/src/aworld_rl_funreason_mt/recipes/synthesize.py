@@ -358,15 +358,20 @@ async def run_pipeline(
     items: Iterable[Mapping[str, Any]],
     path: Path,
     on_kept: Callable[[Trajectory], None] | None = None,
+    counts: dict[str, Any] | None = None,
 ) -> Any:
-    """Every record through its stages into ``path`` (resumable); the pipeline's report."""
+    """Every record through its stages into ``path`` (resumable); the pipeline's report.
+    ``counts`` gets ``llm_calls`` / ``llm_errors``; too many failed calls fail the run."""
+    from aworld_rl_core.llm import account_llm_errors
     from aworld_rl_core.pipeline import Pipeline
 
     clients, owned = make_clients(configs)
     stages = record_stages(synth, cfg, on_kept)
     pipeline = Pipeline(stages, clients=clients, key="key", seed=cfg.seed, serialize=serialize)
     try:
-        return await pipeline.run(items, path, concurrency=cfg.concurrency)
+        report = await pipeline.run(items, path, concurrency=cfg.concurrency)
+        account_llm_errors(counts, *owned)
+        return report
     finally:
         for client in owned:
             await client.aclose()
@@ -413,6 +418,7 @@ def run(cfg: SynthesizeConfig, run: Run) -> RunResult:
         seed=cfg.seed,
     )
     items = [{"key": f"trajectory-{i:06d}"} for i in range(cfg.records)]
+    counts: dict[str, Any] = {}
     with demo_endpoint(cfg.demo) as url:
         configs = agent_configs(cfg, url)
         progress = run.progress(items, total=len(items), desc="trajectories")
@@ -426,6 +432,7 @@ def run(cfg: SynthesizeConfig, run: Run) -> RunResult:
                 progress,
                 run.dir / PIPELINE_FILE,
                 on_kept=lambda t: append_trajectory(path, t),
+                counts=counts,
             )
         )
     kept = [Trajectory.from_dict(r["item"]["trajectory"]) for r in report.records if r["passed"]]
@@ -460,6 +467,7 @@ def run(cfg: SynthesizeConfig, run: Run) -> RunResult:
         "contamination_flags": float(flagged),
         "skipped_done": float(report.jobs.skipped),
         **{f"chains/{k}": v for k, v in chains.items()},
+        **counts,
     }
     run.log(metrics)
     return RunResult(metrics=metrics, outputs=outputs)

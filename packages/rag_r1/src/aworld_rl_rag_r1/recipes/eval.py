@@ -217,7 +217,7 @@ def direct_recall(items: list[Any], env: SearchEnvConfig, ks: tuple[int, ...]) -
 
 
 def run(cfg: EvalConfig, run: Run) -> RunResult:
-    from aworld_rl_core.llm import make_client
+    from aworld_rl_core.llm import account_llm_errors, make_client
 
     if cfg.concurrency < 1:
         raise ValueError("concurrency must be >= 1")
@@ -275,4 +275,5 @@ def run(cfg: EvalConfig, run: Run) -> RunResult:
         metrics.update({f"{name}/{k}": v for k, v in m.items()})
     if len(table) > 1:
         metrics["average/em"] = sum(m["em"] for m in table.values()) / len(table)
+    account_llm_errors(metrics, client, run=run)  # too many failed calls: the run fails
     return RunResult(metrics=metrics, outputs=outputs)

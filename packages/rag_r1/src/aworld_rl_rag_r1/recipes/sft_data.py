@@ -45,7 +45,7 @@ class SftDataConfig:
 
 
 def run(cfg: SftDataConfig, run: Run) -> RunResult:
-    from aworld_rl_core.llm import make_client
+    from aworld_rl_core.llm import account_llm_errors, make_client
     from aworld_rl_core.records import write_jsonl
     from aworld_rl_core.records.sharegpt import write_sharegpt
     from aworld_rl_rag_r1.prompts import load_template, render
@@ -110,4 +110,5 @@ def run(cfg: SftDataConfig, run: Run) -> RunResult:
         "rl_pool": float(len(rl_rows)),
         **{f"kind/{k}": float(v) for k, v in kinds.items()},
     }
+    account_llm_errors(metrics, client, run=run)  # failed episodes are no RL pool: fail
     return RunResult(metrics=metrics, outputs=outputs)

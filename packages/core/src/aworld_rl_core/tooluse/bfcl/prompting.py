@@ -54,6 +54,10 @@ class BfclEnv:
     BFCL result file holds; the last step's info adds the calls, per-turn scores and progress.
     """
 
+    think_tag = None
+    """A server's separate reasoning stays out of the decoded text, as BFCL's handlers keep
+    ``reasoning_content`` apart (the episode engine reads this)."""
+
     def __init__(self, entry: BfclEntry, *, max_steps: int = MAXIMUM_STEP_LIMIT) -> None:
         if entry.is_agentic:
             pass  # judged on its answer (agentic.judge_agentic), not turn by turn
