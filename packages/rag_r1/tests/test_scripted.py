@@ -91,4 +91,6 @@ def test_information_masked_ce_leaves_the_passages_out():
     expected = torch.nn.functional.cross_entropy(logits[0, :1], labels[0, :1])
     assert torch.isclose(loss, expected)
     everything = information_masked_ce(logits, labels, {})
-    assert torch.isclose(everything, torch.nn.functional.cross_entropy(logits[0, :3], labels[0, :3]))
+    assert torch.isclose(
+        everything, torch.nn.functional.cross_entropy(logits[0, :3], labels[0, :3])
+    )

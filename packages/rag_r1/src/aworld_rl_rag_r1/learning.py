@@ -1,4 +1,4 @@
-"""The pieces of a tiny model learning to search (``rag_r1.train``'s warm start and held-out points).
+"""A tiny model learning to search: ``rag_r1.train``'s warm start and held-out points.
 
 - :func:`scripted_trajectories`: the scripted searcher (a test double) plays training questions
   against the index; each correct episode becomes one SFT row, the prompt and the whole assistant
@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import asyncio
 import functools
+import time
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
@@ -124,8 +125,9 @@ def evaluate(
     env_options: Mapping[str, Any],
     limits: Any,
 ) -> dict[str, float]:
-    """Greedy episodes of the saved model on ``rows``: EM, F1, searches per question, queries
-    per search, valid-action rate."""
+    """Greedy episodes of the saved model on ``rows`` (all together, one batched generate and
+    one retrieval per turn): EM, F1, searches per question, queries per search, invalid actions
+    per question and wall seconds per question."""
     from aworld_rl_core.backends.config import ModelConfig
     from aworld_rl_core.backends.trl_trainer import EpisodeRollout
     from aworld_rl_core.engine import ChatCodec
@@ -142,7 +144,9 @@ def evaluate(
         temperature=0.0,
         top_p=1.0,
     )
+    began = time.perf_counter()
     episodes = rollout.play(model, tokenizer, rows, temperature=0.0)
+    wall = time.perf_counter() - began
     n = max(1, len(episodes))
     searches = sum(int(e.info.get("searches", 0)) for e in episodes)
     queries = sum(int(e.info.get("queries", 0)) for e in episodes)
@@ -153,4 +157,5 @@ def evaluate(
         "queries_per_search": queries / max(1, searches),
         "answered": sum(e.info.get("answer") is not None for e in episodes) / n,
         "invalid_per_question": sum(int(e.info.get("invalid_actions", 0)) for e in episodes) / n,
+        "seconds_per_question": wall / n,
     }

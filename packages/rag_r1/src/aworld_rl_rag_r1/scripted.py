@@ -144,14 +144,19 @@ _BRIDGES: dict[str, tuple[str, Any, str, Any]] = {
     ),
     "university_city": (
         "Where did {a} study?",
-        lambda a, info: _find(re.escape(a.split()[0]) + r" studied at the (University of \w+)\.", info),
+        lambda a, info: _find(
+            re.escape(a.split()[0]) + r" studied at the (University of \w+)\.", info
+        ),
         "Where is the {b}?",
-        lambda b, info: _find(r"The " + re.escape(b) + r" is a university in the city of (\w+),", info),
+        lambda b, info: _find(
+            r"The " + re.escape(b) + r" is a university in the city of (\w+),", info
+        ),
     ),
     "founder_city": (
         "Who founded {a}?",
         lambda a, info: _find(
-            re.escape(a) + r" is a company that makes \w+\. It was founded by ([A-Z][a-z]+ [A-Z][a-z]+)\.",
+            re.escape(a)
+            + r" is a company that makes \w+\. It was founded by ([A-Z][a-z]+ [A-Z][a-z]+)\.",
             info,
         ),
         "Where was {b} born?",

@@ -29,7 +29,6 @@ from aworld_rl_rag_r1.env import SearchEnvConfig
 from aworld_rl_rag_r1.qa import QAFormat
 from aworld_rl_rag_r1.recipes.common import SYNTHETIC, WorldConfig, synthetic_world
 
-
 Agent = Literal["llm", "scripted"]
 
 

@@ -42,9 +42,7 @@ def learn(
         words = {**env_options(cfg), "obs_tokenizer": None, "obs_budget_tokens": 0}
         rows, _ = learning.scripted_trajectories(split.train, words)
         texts = learning.world_texts(corpus, [r["question"] for r in split.train], rows)
-        start = str(
-            learning.world_model_dir(start, texts, run.dir / "init", seed=cfg.trainer.seed)
-        )
+        start = str(learning.world_model_dir(start, texts, run.dir / "init", seed=cfg.trainer.seed))
         run.log({"warm_start/tokenizer_texts": float(len(texts))}, step=0)
     started = replace(cfg, model=replace(cfg.model, name_or_path=start, tokenizer=None))
     options = env_options(started)

@@ -115,8 +115,10 @@ class WarmStartConfig:
     """Supervised steps on the scripted searcher's correct trajectories before RL."""
 
     steps: int = option(
-        0, help="hf-sft optimizer steps (0: RL starts from model.name_or_path, as the paper "
-        "starts from its SFT checkpoint)", ge=0,
+        0,
+        help="hf-sft optimizer steps (0: RL starts from model.name_or_path, as the paper "
+        "starts from its SFT checkpoint)",
+        ge=0,
     )
     batch_size: int = option(8, help="trajectories per optimizer step", ge=1)
     learning_rate: float = option(3e-3, help="constant learning rate", gt=0)
