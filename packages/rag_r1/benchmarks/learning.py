@@ -28,6 +28,24 @@ from typing import Any
 POINTS = ("random", "warm_start", "final")
 
 
+def collect(directory: Path, seed: int, max_queries: int) -> dict[str, Any]:
+    """A finished run's figures from its directory (``wall_s``: config.yaml written to the
+    held-out table written)."""
+    metrics: dict[str, float] = {}
+    lines = (directory / "metrics.jsonl").read_text().splitlines()
+    for line in lines:
+        metrics.update({k: v for k, v in json.loads(line).items() if isinstance(v, float)})
+    searches = [json.loads(x)["episode/searches"] for x in lines if "episode/searches" in x]
+    end = (directory / "heldout_points.json").stat().st_mtime
+    return {
+        "seed": seed,
+        "max_queries": max_queries,
+        "wall_s": end - (directory / "config.yaml").stat().st_mtime,
+        "min_searches_per_step": min(searches) if searches else 0.0,
+        **{k: v for k, v in metrics.items() if k.startswith(("heldout/", "val/"))},
+    }
+
+
 def one(out: Path, seed: int, max_queries: int, extra: list[str]) -> dict[str, Any]:
     directory = out / f"mq{max_queries}-seed{seed}"
     overrides = [f"trainer.seed={seed}", f"env.max_queries={max_queries}", *extra]
@@ -43,23 +61,52 @@ def one(out: Path, seed: int, max_queries: int, extra: list[str]) -> dict[str, A
     wall = time.perf_counter() - began
     if proc.returncode:
         raise RuntimeError(f"{directory}: rag_r1.train exited with {proc.returncode}")
+    # the run's CPU seconds (one torch thread): about its wall time on an idle core
+    return {
+        **collect(directory, seed, max_queries),
+        "wall_s": wall,
+        "cpu_s": usage.ru_utime + usage.ru_stime,
+    }
+
+
+def scripted(out: Path, seed: int, max_queries: int, questions: int) -> dict[str, Any]:
+    """The scripted searcher (a test double, no learning) on the world of ``seed``: EM, search
+    rounds and wall seconds per question with ``env.max_queries`` (rag_r1.eval)."""
+    directory = out / f"scripted-mq{max_queries}-world{seed}"
+    subprocess.run(
+        [sys.executable, "-m", "aworld_rl_core.cli", "rag_r1.eval", "--preset", "tiny-cpu",
+         "--output-dir", str(directory), "--quiet", f"world.synthetic.seed={seed}",
+         f"world.synthetic.questions={questions}", f"data.limit={questions}",
+         f"concurrency={questions}", f"env.max_queries={max_queries}", "plots=false"],
+        check=True, stdout=subprocess.DEVNULL,
+    )  # fmt: skip
     metrics: dict[str, float] = {}
     for line in (directory / "metrics.jsonl").read_text().splitlines():
-        metrics.update({k: v for k, v in json.loads(line).items() if isinstance(v, float)})
-    searches = [
-        json.loads(line)["episode/searches"]
-        for line in (directory / "metrics.jsonl").read_text().splitlines()
-        if "episode/searches" in line
-    ]
+        metrics.update(json.loads(line))
+    rows = [json.loads(x) for x in (directory / "results.jsonl").read_text().splitlines()]
     return {
         "seed": seed,
         "max_queries": max_queries,
-        "wall_s": wall,
-        # the run's CPU seconds (one torch thread): its wall time on an idle core
-        "cpu_s": usage.ru_utime + usage.ru_stime,
-        "min_searches_per_step": min(searches) if searches else 0.0,
-        **{k: v for k, v in metrics.items() if k.startswith(("heldout/", "val/"))},
+        **{k.split("/", 1)[1]: v for k, v in metrics.items() if k.startswith("synthetic/")},
+        # the environment's seconds per question (retrieval and observations, without the
+        # one-time index load; the scripted agent itself takes microseconds)
+        "seconds_per_question": sum(r["step_s"] for r in rows) / len(rows),
     }
+
+
+def scripted_table(runs: list[dict[str, Any]]) -> str:
+    lines = [
+        "| max_queries | EM | search rounds / question | queries / search | s / question |",
+        "|---|---|---|---|---|",
+    ]
+    for mq in sorted({r["max_queries"] for r in runs}, reverse=True):
+        group = [r for r in runs if r["max_queries"] == mq]
+        cells = [
+            spread([r[k] for r in group])
+            for k in ("em", "searches_per_question", "queries_per_search", "seconds_per_question")
+        ]
+        lines.append(f"| {mq} | " + " | ".join(cells) + " |")
+    return "\n".join(lines)
 
 
 def spread(values: list[float]) -> str:
@@ -123,17 +170,39 @@ def main() -> None:
     parser.add_argument("--max-queries", type=int, nargs="+", default=[3, 1])
     parser.add_argument("--parallel", type=int, default=1)
     parser.add_argument("--out", type=Path, default=Path("rag-learning"))
+    parser.add_argument(
+        "--scripted",
+        type=int,
+        default=0,
+        help="instead: the scripted searcher on N questions of each seed's world (no training)",
+    )
+    parser.add_argument(
+        "--collect", action="store_true", help="only tabulate the finished runs under --out"
+    )
     parser.add_argument("overrides", nargs="*", help="key=value overrides of the preset")
     args = parser.parse_args()
     args.out.mkdir(parents=True, exist_ok=True)
     jobs = [(s, mq) for mq in args.max_queries for s in args.seeds]
-    with ThreadPoolExecutor(args.parallel) as pool:
-        runs = list(pool.map(lambda j: one(args.out, j[0], j[1], args.overrides), jobs))
+    if args.scripted:
+        runs = [scripted(args.out, s, mq, args.scripted) for s, mq in jobs]
+        (args.out / "scripted.json").write_text(json.dumps(runs, indent=1))
+        print(scripted_table(runs))
+        return
+    if args.collect:
+        runs = [
+            collect(args.out / f"mq{mq}-seed{s}", s, mq)
+            for s, mq in jobs
+            if (args.out / f"mq{mq}-seed{s}" / "heldout_points.json").is_file()
+        ]
+    else:
+        with ThreadPoolExecutor(args.parallel) as pool:
+            runs = list(pool.map(lambda j: one(args.out, j[0], j[1], args.overrides), jobs))
     (args.out / "learning.json").write_text(json.dumps(runs, indent=1))
     plot(runs, args.out / "learning.png")
     text = table(runs)
     walls = ", ".join(
-        f"mq{r['max_queries']}/seed{r['seed']} {r['wall_s']:.0f} s wall, {r['cpu_s']:.0f} s CPU"
+        f"mq{r['max_queries']}/seed{r['seed']} {r['wall_s']:.0f} s wall"
+        + (f", {r['cpu_s']:.0f} s CPU" if "cpu_s" in r else "")
         for r in runs
     )
     print(text + f"\n\nwhole runs: {walls}")
