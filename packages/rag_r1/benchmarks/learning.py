@@ -109,6 +109,31 @@ def scripted_table(runs: list[dict[str, Any]]) -> str:
     return "\n".join(lines)
 
 
+def scripted_plot(runs: list[dict[str, Any]], path: Path) -> None:
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    keys = (
+        ("em", "EM"),
+        ("searches_per_question", "search rounds / question"),
+        ("seconds_per_question", "environment s / question"),
+    )
+    fig, axes = plt.subplots(1, 3, figsize=(9, 2.8))
+    modes = sorted({r["max_queries"] for r in runs}, reverse=True)
+    for ax, (key, label) in zip(axes, keys, strict=True):
+        for i, mq in enumerate(modes):
+            values = [r[key] for r in runs if r["max_queries"] == mq]
+            ax.bar(i, statistics.mean(values), 0.6, label=f"max_queries={mq}")
+            ax.scatter([i] * len(values), values, s=10, c="k", zorder=3)
+        ax.set_xticks(range(len(modes)), [f"max_queries={mq}" for mq in modes], fontsize=8)
+        ax.set_title(label, fontsize=9)
+    fig.tight_layout()
+    fig.savefig(path)
+    plt.close(fig)
+
+
 def spread(values: list[float]) -> str:
     mean = statistics.mean(values)
     return f"{mean:.3f} ({min(values):.3f}-{max(values):.3f})"
@@ -186,6 +211,7 @@ def main() -> None:
     if args.scripted:
         runs = [scripted(args.out, s, mq, args.scripted) for s, mq in jobs]
         (args.out / "scripted.json").write_text(json.dumps(runs, indent=1))
+        scripted_plot(runs, args.out / "scripted.png")
         print(scripted_table(runs))
         return
     if args.collect:
