@@ -1,5 +1,5 @@
-"""rag_r1.eval and rag_r1.sft-data against a scripted OpenAI-compatible server (a test double
-for vLLM: it honours ``stop`` the way vLLM does) and the real in-process retriever."""
+"""rag_r1.eval and rag_r1.sft-data (agent=llm) against a scripted OpenAI-compatible server (a
+test double for vLLM: it honours ``stop`` the way vLLM does) and the real in-process retriever."""
 
 import json
 
@@ -13,7 +13,7 @@ from aworld_rl_rag_r1.qa import load_qa
 from aworld_rl_rag_r1.recipes.common import WorldConfig, synthetic_world
 from aworld_rl_rag_r1.synthetic import SyntheticConfig
 
-WORLD = ["world.encoder.name_or_path=hash", "world.synthetic.questions=8"]
+WORLD = ["world.encoder.name_or_path=hash", "world.synthetic.questions=8", "agent=llm"]
 
 
 def vllm_reply(body, text):

@@ -84,6 +84,9 @@ class HfGenerator:
                     min_p=None,  # generation_config defaults (Qwen ships top_k/penalties)
                     eos_token_id=self.stop_ids,
                     pad_token_id=self.pad_id,
+                    # a model saved from training may say use_cache=false: without the KV cache
+                    # every new token re-reads the whole sequence
+                    use_cache=True,
                     **extra,
                 )
         finally:

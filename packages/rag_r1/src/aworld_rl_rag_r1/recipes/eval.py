@@ -20,7 +20,7 @@ import statistics
 import time
 from dataclasses import dataclass, replace
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 from aworld_rl_core.config import option, to_dict
 from aworld_rl_core.llm import LLMConfig
@@ -28,6 +28,21 @@ from aworld_rl_core.runs import Run, RunResult
 from aworld_rl_rag_r1.env import SearchEnvConfig
 from aworld_rl_rag_r1.qa import QAFormat
 from aworld_rl_rag_r1.recipes.common import SYNTHETIC, WorldConfig, synthetic_world
+
+Agent = Literal["llm", "scripted"]
+
+
+def make_agent(agent: Agent, llm: LLMConfig, env: SearchEnvConfig) -> Any:
+    """The client that plays: the LLM ``llm`` names, or the scripted searcher (test double)."""
+    if agent == "scripted":
+        from aworld_rl_rag_r1.scripted import ScriptedSearcher
+
+        return ScriptedSearcher(env.mode, env.max_queries)
+    if agent != "llm":
+        raise ValueError(f"agent={agent!r}: use llm or scripted")
+    from aworld_rl_core.llm import make_client
+
+    return make_client(llm)
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -59,6 +74,11 @@ class EvalConfig:
     seeds: tuple[int, ...] = option((0,), help="sampling seeds; each question is played per seed")
     concurrency: int = option(64, help="episodes in flight together (one retrieval per turn)")
     world: WorldConfig = option(factory=WorldConfig, help="'synthetic' data / index: its size")
+    agent: Agent = option(
+        "llm",
+        help="llm: the model of 'llm' plays; scripted: the synthetic world's scripted searcher "
+        "(a test double that decomposes its questions; see aworld_rl_rag_r1.scripted)",
+    )
     plots: bool = option(True, help="write an EM/F1 plot per dataset (needs matplotlib)")
     recall_k: tuple[int, ...] = option(
         (1, 3),
@@ -217,13 +237,13 @@ def direct_recall(items: list[Any], env: SearchEnvConfig, ks: tuple[int, ...]) -
 
 
 def run(cfg: EvalConfig, run: Run) -> RunResult:
-    from aworld_rl_core.llm import account_llm_errors, make_client
+    from aworld_rl_core.llm import account_llm_errors
 
     if cfg.concurrency < 1:
         raise ValueError("concurrency must be >= 1")
     sets = load_questions(cfg.data, cfg.world)
     env = resolve_env(cfg.env, cfg.world)
-    client = make_client(cfg.llm)
+    client = make_agent(cfg.agent, cfg.llm, env)
     out = run.dir / "results.jsonl"
     table: dict[str, dict[str, float]] = {}
     with out.open("w", encoding="utf-8") as handle:
@@ -264,10 +284,15 @@ def run(cfg: EvalConfig, run: Run) -> RunResult:
     if cfg.plots and (plot := _plot(table, run.dir / "em_f1.png")) is not None:
         outputs["plot"] = plot
         lines.append("\n![EM and F1](em_f1.png)")
+    agent_name = (
+        "the scripted searcher (a test double)"
+        if cfg.agent == "scripted"
+        else f"{cfg.llm.provider} {cfg.llm.model}"
+    )
     run.add_section(
         "Results",
         "\n".join(lines) + f"\n\nSeeds: {list(cfg.seeds)}; agent: "
-        f"{cfg.llm.provider} {cfg.llm.model}; retriever: "
+        f"{agent_name}; retriever: "
         f"{json.dumps(to_dict(env.retriever))}\n",
     )
     metrics: dict[str, float] = {}

@@ -20,8 +20,10 @@ from aworld_rl_core.runs import Run, RunResult
 from aworld_rl_rag_r1.env import SearchEnvConfig
 from aworld_rl_rag_r1.recipes.common import WorldConfig
 from aworld_rl_rag_r1.recipes.eval import (
+    Agent,
     EvalDataConfig,
     load_questions,
+    make_agent,
     play_questions,
     resolve_env,
 )
@@ -42,10 +44,15 @@ class SftDataConfig:
     seeds: tuple[int, ...] = option((0,), help="one attempt per question and seed")
     concurrency: int = option(64, help="episodes in flight together")
     world: WorldConfig = option(factory=WorldConfig, help="'synthetic': its size")
+    agent: Agent = option(
+        "llm",
+        help="llm: the model of 'llm' plays; scripted: the synthetic world's scripted searcher "
+        "(a test double that decomposes its questions into sub-questions)",
+    )
 
 
 def run(cfg: SftDataConfig, run: Run) -> RunResult:
-    from aworld_rl_core.llm import account_llm_errors, make_client
+    from aworld_rl_core.llm import account_llm_errors
     from aworld_rl_core.records import write_jsonl
     from aworld_rl_core.records.sharegpt import write_sharegpt
     from aworld_rl_rag_r1.prompts import load_template, render
@@ -53,7 +60,7 @@ def run(cfg: SftDataConfig, run: Run) -> RunResult:
     from aworld_rl_rag_r1.sft import sample_messages, step_samples
 
     env = resolve_env(cfg.env, cfg.world)
-    client = make_client(cfg.llm)
+    client = make_agent(cfg.agent, cfg.llm, env)
     template = load_template(env.prompt_file)
     records: list[dict[str, Any]] = []
     pool: dict[str, Any] = {}

@@ -96,6 +96,40 @@ class TrainDataConfig:
     format: QAFormat = option("auto", help="file format")
     limit: int = option(0, help="first N training questions (0 = all)")
     val_limit: int = option(0, help="first N validation questions (0 = all)")
+    heldout: int = option(
+        0,
+        help="the last N questions of data.train are held out (never trained on, never used to "
+        "choose a preset) and scored greedily at the random start, the warm start and the end "
+        "(heldout/<metric>/<point>; 0: none)",
+        ge=0,
+    )
+    validation: int = option(
+        0,
+        help="the N questions of data.train before the held-out ones: the validation split, "
+        "scored at the same points (val/<metric>/<point>) to choose presets on (0: none)",
+        ge=0,
+    )
+
+
+@dataclass(frozen=True, kw_only=True)
+class WarmStartConfig:
+    """Supervised steps on the scripted searcher's correct trajectories before RL."""
+
+    steps: int = option(
+        0,
+        help="hf-sft optimizer steps (0: RL starts from model.name_or_path, as the paper "
+        "starts from its SFT checkpoint)",
+        ge=0,
+    )
+    batch_size: int = option(8, help="trajectories per optimizer step", ge=1)
+    learning_rate: float = option(3e-3, help="constant learning rate", gt=0)
+    max_length: int = option(1024, help="max tokens per trajectory (longer ones are cut)", ge=1)
+    world_tokenizer: bool = option(
+        False,
+        help="a tiny:<arch>:...,vocab=N model gets its byte-level BPE trained on the synthetic "
+        "world's text (core's micro-world recipe on this world's passages, prompts and "
+        "trajectories) in place of the tool-use micro-world's",
+    )
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -158,6 +192,9 @@ class TrainConfig:
         factory=RewardConfig, help="the reward (the paper: EM alone, 1.0 for a correct answer)"
     )
     world: WorldConfig = option(factory=WorldConfig, help="'synthetic' data / index: its size")
+    warm_start: WarmStartConfig = option(
+        factory=WarmStartConfig, help="an SFT warm start on scripted trajectories (tiny models)"
+    )
     tracking: TrackingConfig = option(factory=TrackingConfig, help="experiment trackers")
 
 
@@ -209,7 +246,30 @@ def env_options(cfg: TrainConfig) -> dict[str, Any]:
     return to_dict(env)
 
 
-def build_job(cfg: TrainConfig, run: Run) -> Any:
+@dataclass(frozen=True)
+class Splits:
+    train: list[dict[str, Any]]
+    validation: list[dict[str, Any]]
+    heldout: list[dict[str, Any]]
+
+
+def splits(cfg: TrainConfig) -> Splits:
+    """data.train cut into training, validation and held-out questions (see data.heldout)."""
+    rows = _rows(cfg.data.train, cfg, 0)
+    n_held, n_val = cfg.data.heldout, cfg.data.validation
+    if n_held + n_val >= len(rows) and (n_held or n_val):
+        raise ValueError(
+            f"data.heldout={n_held} + data.validation={n_val} leave no training question of "
+            f"the {len(rows)} in data.train={cfg.data.train!r}: lower them"
+        )
+    end = len(rows) - n_held
+    train = rows[: end - n_val]
+    if cfg.data.limit:
+        train = train[: cfg.data.limit]
+    return Splits(train, rows[end - n_val : end], rows[end:])
+
+
+def build_job(cfg: TrainConfig, run: Run, split: Splits | None = None) -> Any:
     from aworld_rl_core.backends.base import TrainJob
     from aworld_rl_core.refs import Ref
 
@@ -220,7 +280,7 @@ def build_job(cfg: TrainConfig, run: Run) -> Any:
             f"{cfg.env.max_search_turns + 1}"
         )
     cfg.reward.check()
-    train = _rows(cfg.data.train, cfg, cfg.data.limit)
+    train = (split or splits(cfg)).train
     if not train:
         raise ValueError(f"data.train={cfg.data.train!r} holds no question")
     return TrainJob(
@@ -236,10 +296,24 @@ def build_job(cfg: TrainConfig, run: Run) -> Any:
 
 
 def run(cfg: TrainConfig, run: Run) -> RunResult:
+    from dataclasses import replace
+
+    from aworld_rl_core.backends.plan import planning_active
     from aworld_rl_core.registry import get_trainer
 
-    job = build_job(cfg, run)
+    split = splits(cfg)
+    if planning_active() or (cfg.warm_start.steps == 0 and not split.heldout):
+        job = build_job(cfg, run, split)
+        result = get_trainer(cfg.trainer.backend)().train(job)
+        return RunResult(
+            metrics=dict(result.metrics), outputs=result.outputs, checkpoints=result.checkpoints
+        )
+    from aworld_rl_rag_r1.recipes.learn import learn
+
+    start, warm, points = learn(cfg, run, split)
+    job = build_job(replace(cfg, model=replace(cfg.model, name_or_path=warm)), run, split)
     result = get_trainer(cfg.trainer.backend)().train(job)
-    return RunResult(
-        metrics=dict(result.metrics), outputs=result.outputs, checkpoints=result.checkpoints
-    )
+    final = result.outputs.get("model")
+    metrics = dict(result.metrics)
+    metrics.update(points(start, warm, None if final is None else str(final)))
+    return RunResult(metrics=metrics, outputs=result.outputs, checkpoints=result.checkpoints)

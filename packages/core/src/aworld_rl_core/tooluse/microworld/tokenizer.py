@@ -98,6 +98,12 @@ def corpus_digest() -> str:
 
 @functools.lru_cache(maxsize=4)
 def _trained(vocab_size: int) -> str:
+    return train_bpe(tuple(corpus()), vocab_size, TAGS)
+
+
+def train_bpe(texts: tuple[str, ...], vocab_size: int, tags: tuple[str, ...] = TAGS) -> str:
+    """A byte-level BPE of at most ``vocab_size`` tokens trained on ``texts`` (JSON), with the
+    control tokens and ``tags`` as single tokens: the micro-world's recipe on any world's text."""
     from tokenizers import Regex, Tokenizer, decoders, models, normalizers, pre_tokenizers, trainers
 
     tokenizer = Tokenizer(models.BPE())
@@ -111,12 +117,31 @@ def _trained(vocab_size: int) -> str:
     tokenizer.decoder = decoders.ByteLevel()
     trainer = trainers.BpeTrainer(
         vocab_size=vocab_size,
-        special_tokens=list(SPECIAL) + list(TAGS),
+        special_tokens=list(SPECIAL) + list(tags),
         initial_alphabet=pre_tokenizers.ByteLevel.alphabet(),
         show_progress=False,
     )
-    tokenizer.train_from_iterator(corpus(), trainer=trainer)
+    tokenizer.train_from_iterator(texts, trainer=trainer)
     return str(tokenizer.to_str())
+
+
+def fast_tokenizer(trained: str, tags: tuple[str, ...] = TAGS) -> Any:
+    """A ``PreTrainedTokenizerFast`` of a :func:`train_bpe` result, with ``<|im_end|>`` as end
+    of turn and ``<|endoftext|>`` as padding; no chat template (``models.tiny.chat_template()``
+    is core's: tooluse sits below models)."""
+    from tokenizers import AddedToken, Tokenizer
+    from transformers import PreTrainedTokenizerFast
+
+    backend = Tokenizer.from_str(trained)
+    backend.add_special_tokens([AddedToken(t, special=True, normalized=False) for t in SPECIAL])
+    backend.add_tokens([AddedToken(t, special=False, normalized=False) for t in tags])
+    tokenizer = PreTrainedTokenizerFast(
+        tokenizer_object=backend,
+        eos_token="<|im_end|>",
+        pad_token="<|endoftext|>",
+        clean_up_tokenization_spaces=False,
+    )
+    return tokenizer
 
 
 def world_tokenizer(vocab_size: int = 1024) -> Any:
@@ -129,16 +154,4 @@ def world_tokenizer(vocab_size: int = 1024) -> Any:
             f"world tokenizer vocab_size={vocab_size}: use {MIN_VOCAB} to {MAX_VOCAB} (256 byte "
             f"tokens and {len(SPECIAL) + len(TAGS)} protocol tokens come first)"
         )
-    from tokenizers import AddedToken, Tokenizer
-    from transformers import PreTrainedTokenizerFast
-
-    backend = Tokenizer.from_str(_trained(vocab_size))
-    backend.add_special_tokens([AddedToken(t, special=True, normalized=False) for t in SPECIAL])
-    backend.add_tokens([AddedToken(t, special=False, normalized=False) for t in TAGS])
-    tokenizer = PreTrainedTokenizerFast(
-        tokenizer_object=backend,
-        eos_token="<|im_end|>",
-        pad_token="<|endoftext|>",
-        clean_up_tokenization_spaces=False,
-    )
-    return tokenizer
+    return fast_tokenizer(_trained(vocab_size))

@@ -1,0 +1,171 @@
+"""``rag_r1.train``'s warm start and held-out points (a tiny model learning to search).
+
+With ``warm_start.steps > 0`` the scripted searcher (a labelled test double) plays the training
+questions against the index; its correct trajectories train the model with hf-sft, the
+retrieved ``<information>`` blocks masked out of the loss (``learning.information_masked_ce``),
+and RL starts from the result. With ``warm_start.world_tokenizer`` a tiny ``vocab=N`` model first
+gets a BPE trained on the synthetic world's text. With ``data.heldout`` (and ``data.validation``)
+questions, every point (``random``: the start, ``warm_start``, ``final``: after RL) plays them
+greedily; ``heldout/<metric>/<point>`` and ``val/<metric>/<point>`` go to the metrics and the
+held-out table opens the report.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable
+from dataclasses import replace
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from aworld_rl_core.runs import Run
+    from aworld_rl_rag_r1.recipes.train import Splits, TrainConfig
+
+RESULT_FILE = "heldout_points.json"
+METRICS = ("em", "f1", "searches_per_question", "queries_per_search")
+
+
+def learn(
+    cfg: TrainConfig, run: Run, split: Splits
+) -> tuple[str, str, Callable[[str, str, str | None], dict[str, float]]]:
+    """(start model, warm-started model, ``points(start, warm, final) -> metrics``)."""
+    from aworld_rl_core.engine import Limits
+    from aworld_rl_rag_r1 import learning
+    from aworld_rl_rag_r1.recipes.train import env_options
+
+    ws = cfg.warm_start
+    start = cfg.model.name_or_path
+    if ws.world_tokenizer:
+        from aworld_rl_rag_r1.recipes.common import synthetic_world
+
+        corpus = synthetic_world(cfg.world).corpus
+        words = {**env_options(cfg), "obs_tokenizer": None, "obs_budget_tokens": 0}
+        rows, _ = learning.scripted_trajectories(split.train, words)
+        texts = learning.world_texts(corpus, [r["question"] for r in split.train], rows)
+        start = str(learning.world_model_dir(start, texts, run.dir / "init", seed=cfg.trainer.seed))
+        run.log({"warm_start/tokenizer_texts": float(len(texts))}, step=0)
+    started = replace(cfg, model=replace(cfg.model, name_or_path=start, tokenizer=None))
+    options = env_options(started)
+    warm = start
+    if ws.steps > 0:
+        warm = _warm_start(started, run, split, options)
+    rl = cfg.trainer.rl
+    limits = Limits(
+        max_turns=cfg.env.max_search_turns + 1,
+        max_new_tokens=rl.max_new_tokens,
+        max_response_tokens=rl.max_response_tokens,
+    )
+
+    def points(start: str, warm: str, final: str | None) -> dict[str, float]:
+        named = [("random", start)]
+        if ws.steps > 0:
+            named.append(("warm_start", warm))
+        if final is not None:
+            named.append(("final", final))
+        results: dict[str, dict[str, dict[str, float]]] = {}
+        for part, rows in (("heldout", split.heldout), ("val", split.validation)):
+            if not rows:
+                continue
+            for point, path in run.progress(named, desc=f"{part} points"):
+                scores = learning.evaluate(path, rows, options, limits)
+                results.setdefault(part, {})[point] = scores
+        metrics = {
+            f"{part}/{key}/{point}": value
+            for part, by_point in results.items()
+            for point, scores in by_point.items()
+            for key, value in scores.items()
+        }
+        run.log(metrics)
+        (run.dir / RESULT_FILE).write_text(
+            json.dumps({"questions": len(split.heldout), "points": results}, indent=1),
+            encoding="utf-8",
+        )
+        if "heldout" in results:
+            run.sections.insert(0, ("Held-out questions", table(results["heldout"], split)))
+        return metrics
+
+    return start, warm, points
+
+
+def _warm_start(cfg: TrainConfig, run: Run, split: Splits, options: dict[str, Any]) -> str:
+    from aworld_rl_core.backends.base import TrainJob
+    from aworld_rl_core.backends.config import SFTConfig, TrainerConfig
+    from aworld_rl_core.registry import get_trainer
+    from aworld_rl_core.runs import Run
+    from aworld_rl_core.segments import THINK_TAGS
+    from aworld_rl_rag_r1 import learning
+
+    ws = cfg.warm_start
+    rows, counts = learning.scripted_trajectories(split.train, options)
+    if not rows:
+        raise ValueError(
+            "warm start: the scripted searcher answered none of the training questions "
+            "correctly (is the index the synthetic world's?); set warm_start.steps=0"
+        )
+    trainer = TrainerConfig(
+        backend="hf-sft",
+        learning_rate=ws.learning_rate,
+        max_steps=ws.steps,
+        batch_size=ws.batch_size,
+        micro_batch_size=ws.batch_size,
+        seed=cfg.trainer.seed,
+        save_steps=0,
+        sft=SFTConfig(
+            max_length=ws.max_length,
+            per_turn=False,
+            lr_scheduler="constant",
+            segments={"think": THINK_TAGS, "information": learning.INFORMATION},
+        ),
+    )
+    sub = Run(run.dir / "warm-start", name="warm start", resume=run.resume, quiet=True)
+    try:
+        result = get_trainer("hf-sft")().train(
+            TrainJob(
+                model=cfg.model,
+                trainer=trainer,
+                run=sub,
+                train_rows=rows,
+                loss=learning.information_masked_ce,
+            )
+        )
+    finally:
+        sub.close()
+    sft = {k: float(v) for k, v in result.metrics.items() if isinstance(v, (int, float))}
+    run.log(
+        {
+            "warm_start/trajectories": counts["correct"],
+            "warm_start/scripted_episodes": counts["episodes"],
+            "warm_start/scripted_searches_per_question": counts["searches_per_question"],
+            **{f"warm_start/{k}": v for k, v in sft.items()},
+        },
+        step=0,
+    )
+    run.add_section(
+        "Warm start",
+        f"{ws.steps} hf-sft steps on {int(counts['correct'])} correct trajectories of the "
+        f"scripted searcher (a test double; {int(counts['episodes'])} training questions played, "
+        f"{counts['searches_per_question']:.2f} searches per question), `<information>` masked "
+        f"out of the loss; final loss {sft.get('final_loss', float('nan')):.3f}.\n",
+    )
+    return str(result.outputs["model"])
+
+
+def table(results: dict[str, dict[str, float]], split: Splits) -> str:
+    """The report's first table: held-out EM, F1, searches and queries per point."""
+    names = list(results)
+    lines = [
+        f"{len(split.heldout)} held-out questions (never trained on, never used to choose the "
+        f"preset; {len(split.validation)} validation questions were), greedy:\n",
+        "| | " + " | ".join(names) + " |",
+        "|---|" + "---|" * len(names),
+    ]
+    labels = {
+        "em": "EM",
+        "f1": "F1",
+        "searches_per_question": "searches / question",
+        "queries_per_search": "queries / search",
+    }
+    for key in METRICS:
+        cells = " | ".join(f"{results[p][key]:.3f}" for p in names)
+        lines.append(f"| {labels[key]} | {cells} |")
+    return "\n".join(lines) + "\n"
