@@ -152,7 +152,7 @@ def test_agentic_presets_score_the_range(tmp_path, aworld_home):
 
 
 def test_agentic_categories_and_web_search_key(tmp_path, aworld_home, monkeypatch):
-    from aworld_rl_core.tooluse.bfcl.agentic import WebSearchKeyError
+    from aworld_rl_core.tooluse.bfcl.agentic_backends import WebSearchKeyError
     from aworld_rl_funreason_mt.recipes.evaluate import categories
 
     assert categories("agentic") == (

@@ -15,16 +15,18 @@ from bfcl_helpers import reference
 
 from aworld_rl_core.tooluse.bfcl import BfclEnv
 from aworld_rl_core.tooluse.bfcl.agentic import (
-    AGENTIC_CATEGORIES,
-    RecordedWebSearchAPI,
-    WebSearchKeyError,
-    agentic_class,
     answer_matches,
-    check_web_search,
     judge_agentic,
     load_agentic,
     phases,
     reference_replies,
+)
+from aworld_rl_core.tooluse.bfcl.agentic_backends import (
+    AGENTIC_CATEGORIES,
+    RecordedWebSearchAPI,
+    WebSearchKeyError,
+    agentic_class,
+    check_web_search,
 )
 from aworld_rl_core.tooluse.bfcl.leaderboard import aggregate
 from aworld_rl_core.tooluse.bfcl.results import group_of

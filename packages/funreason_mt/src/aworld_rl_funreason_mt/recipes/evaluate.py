@@ -93,7 +93,7 @@ def _check(cfg: EvalConfig) -> None:
     if cfg.protocol != "bfcl" and any(c in AGENTIC_CATEGORIES for c in chosen):
         raise ValueError("the agentic categories are played in BFCL's protocol: set protocol=bfcl")
     if any(c in WEB_SEARCH_CATEGORIES for c in chosen) and cfg.entries != "held_out":
-        from aworld_rl_core.tooluse.bfcl.agentic import check_web_search
+        from aworld_rl_core.tooluse.bfcl.agentic_backends import check_web_search
 
         check_web_search(cfg.web_search_replay or None)
 

@@ -19,19 +19,24 @@ from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
     from aworld_rl_core.runs import Run
-    from aworld_rl_rag_r1.recipes.train import Splits, TrainConfig
+
+TrainConfig = Any  # ``recipes.train.TrainConfig``: train imports this module, not the reverse
+Splits = Any  # ``recipes.train.Splits``
 
 RESULT_FILE = "heldout_points.json"
 METRICS = ("em", "f1", "searches_per_question", "queries_per_search")
 
 
 def learn(
-    cfg: TrainConfig, run: Run, split: Splits
+    cfg: TrainConfig,
+    run: Run,
+    split: Splits,
+    env_options: Callable[[TrainConfig], dict[str, Any]],
 ) -> tuple[str, str, Callable[[str, str, str | None], dict[str, float]]]:
-    """(start model, warm-started model, ``points(start, warm, final) -> metrics``)."""
+    """(start model, warm-started model, ``points(start, warm, final) -> metrics``);
+    ``env_options(cfg)``: the search environment's options for a config."""
     from aworld_rl_core.engine import Limits
     from aworld_rl_rag_r1 import learning
-    from aworld_rl_rag_r1.recipes.train import env_options
 
     ws = cfg.warm_start
     start = cfg.model.name_or_path

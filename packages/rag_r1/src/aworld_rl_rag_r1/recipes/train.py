@@ -310,7 +310,7 @@ def run(cfg: TrainConfig, run: Run) -> RunResult:
         )
     from aworld_rl_rag_r1.recipes.learn import learn
 
-    start, warm, points = learn(cfg, run, split)
+    start, warm, points = learn(cfg, run, split, env_options)
     job = build_job(replace(cfg, model=replace(cfg.model, name_or_path=warm)), run, split)
     result = get_trainer(cfg.trainer.backend)().train(job)
     final = result.outputs.get("model")

@@ -51,7 +51,7 @@ def api_class(name: str) -> type:
     if name in OFFLINE_CLASSES:
         return _bfcl_class(name)
     if name in AGENTIC_CLASSES:
-        from aworld_rl_core.tooluse.bfcl.agentic import agentic_class
+        from aworld_rl_core.tooluse.bfcl.agentic_backends import agentic_class
 
         return agentic_class(name)
     registered = registered_api_classes()
@@ -124,7 +124,7 @@ def build_instances(
     for name in classes:
         state = json.loads(initial_config_json.get(name, "{}"))
         if name in AGENTIC_CLASSES:
-            from aworld_rl_core.tooluse.bfcl.agentic import agentic_instance
+            from aworld_rl_core.tooluse.bfcl.agentic_backends import agentic_instance
 
             instances[name] = agentic_instance(name, state)
             continue

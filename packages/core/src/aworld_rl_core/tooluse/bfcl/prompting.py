@@ -90,7 +90,7 @@ class BfclEnv:
     def _memory_opening(self) -> list[Message]:
         """BFCL's memory episodes: the memory instruction (scenario, core memory now) goes first
         in the first turn's system message, then BFCL's prompting system prompt before it."""
-        from aworld_rl_core.tooluse.bfcl.agentic import memory_system_prompt
+        from aworld_rl_core.tooluse.bfcl.agentic_backends import memory_system_prompt
         from aworld_rl_core.tooluse.bfcl.prompts import docs_as_shown, with_system_prompt
 
         (instance,) = self._live().instances.values()
