@@ -69,7 +69,7 @@ class MetricsLog:
                 continue
             logged = record.get("step") if isinstance(record, dict) else None
             stepped = isinstance(logged, (int, float))
-            if stepped and logged > step:
+            if isinstance(logged, (int, float)) and logged > step:
                 dropped += 1
             else:
                 kept.append((line + "\n", stepped))
