@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Literal
 
 from aworld_rl_core.backends.config import ModelConfig, TrainerConfig
 from aworld_rl_core.backends.plan import is_dry_run
@@ -65,6 +65,12 @@ class EvaluationConfig:
         help="held-out entries per category played at every point (random start, warm start, "
         "each stage's end): the report's first table, heldout/accuracy/<point> (0 = off)",
         ge=0,
+    )
+    points_split: Literal["held_out", "validation"] = option(
+        "held_out",
+        help="the part of the split the points are played on: held_out (the report's table, "
+        "heldout/<metric>/<point>), or validation to choose a preset without looking at "
+        "held-out entries (validation/<metric>/<point>)",
     )
 
 
