@@ -186,3 +186,10 @@ def test_names_keys_and_typed_values_are_constrained():
     other = '<tool_call>[{"name": "nope", "arguments": {'
     assert choices(call_state(other), values, functions) is None
     assert of(other + '"x": ') == values
+
+
+def test_a_parameter_with_no_value_of_its_type_may_take_any_copyable_value():
+    chat = [SYSTEM, {"role": "user", "content": "Change the kitchen thermostat."}]
+    values = candidates(message_sources(chat))
+    state = call_state('<tool_call>[{"name": "set_thermostat", "arguments": {"degrees": ')
+    assert choices(state, values, schemas(chat))[0] == values  # no number to copy

@@ -188,8 +188,9 @@ def choices(
         done = all(k.endswith("?") for k in left)  # every required argument is written
         return keys + (("}",) if done else ()), _KEY_ENDS | {"}", "]"}
     kinds = {k.rstrip("?"): v for k, v in (params or {}).items()}
-    kind_of = kinds.get(key, "any")
-    return typed(copyable, kind_of), _VALUE_ENDS
+    # no value of the parameter's type to copy: any copyable value (the call then fails in
+    # the environment, rather than the reply running to its token cap)
+    return typed(copyable, kinds.get(key, "any")) or tuple(copyable), _VALUE_ENDS
 
 
 _TOKEN_TEXTS: dict[int, list[str]] = {}
