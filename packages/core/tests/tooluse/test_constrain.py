@@ -193,3 +193,22 @@ def test_a_parameter_with_no_value_of_its_type_may_take_any_copyable_value():
     values = candidates(message_sources(chat))
     state = call_state('<tool_call>[{"name": "set_thermostat", "arguments": {"degrees": ')
     assert choices(state, values, schemas(chat))[0] == values  # no number to copy
+
+
+def test_verl_refuses_the_constraint_it_cannot_apply():
+    from aworld_rl_core.backends.config import ModelConfig, RLConfig, TrainerConfig
+    from aworld_rl_core.backends.verl.launcher import LaunchPaths, build_overrides
+    from aworld_rl_core.errors import ConfigError
+
+    cfg = TrainerConfig(
+        backend="verl", batch_size=8, max_steps=2, rl=RLConfig(call_constraint="copy")
+    )
+    paths = LaunchPaths(
+        train_file="/t.parquet",
+        val_file="/v.parquet",
+        checkpoint_dir="/c",
+        metrics_file="/m.jsonl",
+        experiment_name="e",
+    )
+    with pytest.raises(ConfigError, match="call_constraint='copy' is a decoding aid"):
+        build_overrides(ModelConfig(name_or_path="/m"), cfg, paths, n_rows=8, uses_env=True)
