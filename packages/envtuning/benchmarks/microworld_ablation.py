@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import argparse
 import json
-import resource
+import os
 import subprocess
 import sys
 from pathlib import Path
@@ -34,10 +34,8 @@ def run_dir(out: Path, arm: str, seed: int) -> Path:
     return out / f"{ARMS[arm]}-seed{seed}"
 
 
-def run(out: Path, arm: str, seed: int, overrides: list[str] | None = None) -> float:
-    """Train one arm at one seed; the CPU seconds of the child (user + system)."""
-    before = resource.getrusage(resource.RUSAGE_CHILDREN)
-    command = [
+def command(out: Path, arm: str, seed: int, overrides: list[str]) -> list[str]:
+    return [
         sys.executable,
         "-m",
         "aworld_rl_core.cli",
@@ -49,9 +47,28 @@ def run(out: Path, arm: str, seed: int, overrides: list[str] | None = None) -> f
         f"trainer.seed={seed}",
         *(overrides or []),
     ]
-    subprocess.run(command, check=True)
-    after = resource.getrusage(resource.RUSAGE_CHILDREN)
-    return (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
+
+
+def run_all(
+    out: Path, runs: list[tuple[str, int]], jobs: int, overrides: list[str]
+) -> dict[str, float]:
+    """Train every ``(arm, seed)``, ``jobs`` at a time; the CPU seconds (user + system) of
+    each run's process tree."""
+    cpu: dict[str, float] = {}
+    waiting, active = list(runs), {}
+    while waiting or active:
+        while waiting and len(active) < jobs:
+            arm, seed = waiting.pop(0)
+            child = subprocess.Popen(command(out, arm, seed, overrides))
+            active[child.pid] = (arm, seed)
+        pid, status, usage = os.wait4(-1, 0)
+        if pid not in active:
+            continue
+        arm, seed = active.pop(pid)
+        if os.waitstatus_to_exitcode(status) != 0:
+            raise SystemExit(f"{arm} seed {seed} failed (exit {status}); see {out}")
+        cpu[f"{arm}/seed{seed}"] = usage.ru_utime + usage.ru_stime
+    return cpu
 
 
 def steps_at_points(directory: Path) -> dict[str, int]:
@@ -92,6 +109,19 @@ def summary(found: dict[str, Any]) -> str:
                 f"| {arm} | {point} | {first['steps'][point]} | {sum(acc) / len(acc):.1f} "
                 f"[{min(acc):.1f}, {max(acc):.1f}] | {sum(prog) / len(prog):.1f} |"
             )
+    lines += ["", "| arm | stage 4 - warm start, accuracy points per seed | mean | spread |"]
+    lines.append("|---|---|---|---|")
+    for arm, seeds in found.items():
+        gains = [
+            100 * (s["points"]["stage4"]["accuracy"] - s["points"]["warm_start"]["accuracy"])
+            for s in seeds.values()
+            if "stage4" in s["points"] and "warm_start" in s["points"]
+        ]
+        if gains:
+            lines.append(
+                f"| {arm} | {', '.join(f'{g:+.1f}' for g in gains)} | "
+                f"{sum(gains) / len(gains):+.1f} | {max(gains) - min(gains):.1f} |"
+            )
     return "\n".join(lines)
 
 
@@ -125,13 +155,13 @@ def main() -> None:
     parser.add_argument("--out", type=Path, default=Path("microworld-ablation"))
     parser.add_argument("--no-run", action="store_true", help="only read the runs in --out")
     parser.add_argument("--set", nargs="*", default=[], help="key=value overrides of every run")
+    parser.add_argument("--jobs", type=int, default=1, help="runs at a time")
     args = parse_args(parser, short={"seeds": [0], "set": SHORT_OVERRIDES})
     args.out.mkdir(parents=True, exist_ok=True)
     cpu: dict[str, float] = {}
     if not args.no_run:
-        for seed in args.seeds:
-            for arm in ARMS:
-                cpu[f"{arm}/seed{seed}"] = run(args.out, arm, seed, args.set)
+        runs = [(arm, seed) for seed in args.seeds for arm in ARMS]
+        cpu = run_all(args.out, runs, args.jobs, args.set)
     found = collect(args.out, args.seeds)
     (args.out / "ablation.json").write_text(
         json.dumps({"runs": found, "cpu_seconds": cpu}, indent=1), encoding="utf-8"

@@ -66,10 +66,12 @@ class TestEvalRecipe(RecipeContract):
 class TestCurriculumRecipe(RecipeContract):
     """The README's main job on core's micro-world: warm start, four stages, held-out points.
 
-    Held-out accuracy does not rise in this run yet (README), so this checks the pipeline and
-    the training signal, not a learning margin: every point is evaluated and reported first,
-    the warm start writes calls, and the progress reward gives GRPO groups with reward variance
-    (a policy gradient) in stages 2-4."""
+    Held-out accuracy does not rise through RL in this run yet (README), so this checks the
+    pipeline and the training signal, not a learning margin: every point is evaluated and
+    reported first, the warm start writes calls, decoding constrained to copying
+    (``trainer.rl.call_constraint=copy``) makes the warm-started model pass held-out turns
+    (progress 0.158 measured at seed 0 with one thread; 0.0 without the constraint), and the
+    progress reward gives GRPO groups with reward variance (a policy gradient) in stages 2-4."""
 
     recipe = "envtuning.curriculum"
 
@@ -87,6 +89,7 @@ class TestCurriculumRecipe(RecipeContract):
         assert len(found["entries"]) == 40 and list(found["points"]) == list(points)
         assert found["points"]["random"]["tool_calls"] == 0.0
         assert found["points"]["warm_start"]["tool_calls"] > 0.5  # the warm start writes calls
+        assert result.metrics["heldout/progress/warm_start"] > 0.05  # copied values pass turns
         report = (run_dir / "report.md").read_text()
         assert report.index("heldout/accuracy/random") < report.index("stages_finished")
         assert report.index("## Held-out entries") < report.index("## Warm start")

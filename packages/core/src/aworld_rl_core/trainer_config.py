@@ -42,6 +42,12 @@ class RLConfig:
     )
     temperature: float = option(1.0, help="sampling temperature", ge=0)
     top_p: float = option(1.0, help="nucleus sampling p", gt=0, le=1)
+    call_constraint: Literal["none", "copy"] = option(
+        "none",
+        help="decoding of the trl backend's rollouts and validations: copy = a JSON tool "
+        "call's argument values may only be words and numbers of the user turns and tool "
+        "results (an exploration aid for small policies; aworld_rl_core.tooluse.constrain)",
+    )
 
 
 @dataclass(frozen=True, kw_only=True)

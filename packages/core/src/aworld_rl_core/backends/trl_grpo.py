@@ -155,6 +155,7 @@ class TrlGrpoBackend:
             Limits.of(rl),
             temperature=rl.temperature,
             top_p=rl.top_p,
+            call_constraint=rl.call_constraint,
         )
         rewards: list[Any] = [glue.EpisodeReward(fn, rows) for fn in job.reward_fns()]
         if job.env is not None:

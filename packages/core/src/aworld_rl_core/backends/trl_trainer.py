@@ -70,8 +70,10 @@ class EpisodeRollout:
         *,
         temperature: float,
         top_p: float,
+        call_constraint: str = "none",
     ) -> None:
         self.rows = rows
+        self.call_constraint = call_constraint
         self.env_factory = env_factory
         self.codec = codec
         self.limits = limits
@@ -103,6 +105,7 @@ class EpisodeRollout:
             temperature=self.temperature if temperature is None else temperature,
             top_p=self.top_p,
             tokenizer=tokenizer,
+            call_constraint=self.call_constraint,
         )
         envs: list[Environment] = []
         try:

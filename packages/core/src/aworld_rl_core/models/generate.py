@@ -29,7 +29,10 @@ class HfGenerator:
         temperature: float = 1.0,
         top_p: float = 1.0,
         tokenizer: Any = None,
+        call_constraint: str = "none",
     ) -> None:
+        from aworld_rl_core.tooluse.constrain import check_constraint
+
         if temperature < 0:
             raise ValueError(f"temperature must be >= 0, got {temperature}")
         if not stop_ids:
@@ -40,6 +43,16 @@ class HfGenerator:
         self.temperature = temperature
         self.top_p = top_p
         self.tokenizer = tokenizer
+        self.call_constraint = check_constraint(call_constraint)
+        if self.call_constraint != "none" and tokenizer is None:
+            raise ValueError(
+                f"call_constraint={call_constraint!r} needs HfGenerator(tokenizer=...)"
+            )
+
+    @property
+    def needs_sources(self) -> bool:
+        """Whether a call needs ``sources`` (the texts a constrained call may copy from)."""
+        return self.call_constraint != "none"
 
     def __call__(
         self,
@@ -48,7 +61,12 @@ class HfGenerator:
         *,
         stop_strings: Sequence[str] = (),
         seed: int | None = None,
+        sources: Sequence[Sequence[str]] | None = None,
+        functions: Sequence[Any] | None = None,
     ) -> list[tuple[list[int], list[float] | None]]:
+        """``sources[row]``: the texts row ``row``'s tool-call values may be copied from,
+        ``functions[row]`` its tool list (``call_constraint="copy"``,
+        :mod:`aworld_rl_core.tooluse.constrain`)."""
         import torch
 
         if not prompts:
@@ -66,6 +84,15 @@ class HfGenerator:
         extra: dict[str, Any] = {}
         if stop_strings:
             extra = {"stop_strings": list(stop_strings), "tokenizer": self.tokenizer}
+        if self.call_constraint == "copy":
+            from transformers import LogitsProcessorList
+
+            from aworld_rl_core.tooluse.constrain import CopyConstraint
+
+            if sources is None or len(sources) != len(prompts):
+                raise ValueError("call_constraint='copy' needs one list of sources per prompt")
+            constraint = CopyConstraint(self.tokenizer, sources, width, functions)
+            extra["logits_processor"] = LogitsProcessorList([constraint])
         if seed is not None:
             torch.manual_seed(int(seed))
         was_training = self.model.training
@@ -104,6 +131,8 @@ class HfGenerator:
 def generate_turns(generator: Callable[..., Any], turns: Sequence[Turn]) -> list[Output]:
     """The trl driver's turns through ``generator`` (:class:`HfGenerator`'s call shape): one
     batched call per set of stop strings; the engine cuts each row to its own cap."""
+    from aworld_rl_core.tooluse.constrain import message_sources, schemas
+
     groups: dict[tuple[str, ...], list[int]] = {}
     for i, turn in enumerate(turns):
         if turn.max_new_tokens is None or turn.prompt_ids is None:
@@ -112,7 +141,13 @@ def generate_turns(generator: Callable[..., Any], turns: Sequence[Turn]) -> list
     outputs: list[Output | None] = [None] * len(turns)
     for stops, indices in groups.items():
         cap = max(turns[i].max_new_tokens or 0 for i in indices)
-        rows = generator([turns[i].prompt_ids or [] for i in indices], cap, stop_strings=stops)
+        prompts = [turns[i].prompt_ids or [] for i in indices]
+        if getattr(generator, "needs_sources", False):
+            sources = [message_sources(turns[i].messages) for i in indices]
+            functions = [schemas(turns[i].messages, turns[i].tools) for i in indices]
+            rows = generator(prompts, cap, stop_strings=stops, sources=sources, functions=functions)
+        else:
+            rows = generator(prompts, cap, stop_strings=stops)
         for i, (ids, _) in zip(indices, rows, strict=True):
             outputs[i] = Output(ids=ids)
     return outputs  # type: ignore[return-value]

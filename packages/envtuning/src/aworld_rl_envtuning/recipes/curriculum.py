@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Literal
 
 from aworld_rl_core.backends.plan import is_dry_run
 from aworld_rl_core.config import from_dict, option, without_keys
@@ -66,6 +66,12 @@ class EvaluationConfig:
         help="held-out entries per category played at every point (random start, warm start, "
         "each stage's end): the report's first table, heldout/accuracy/<point> (0 = off)",
         ge=0,
+    )
+    points_split: Literal["held_out", "validation"] = option(
+        "held_out",
+        help="the part of the split the points are played on: held_out (the report's table, "
+        "heldout/<metric>/<point>), or validation to choose a preset without looking at "
+        "held-out entries (validation/<metric>/<point>)",
     )
 
 

@@ -23,10 +23,14 @@ if TYPE_CHECKING:
 RESULT_FILE = "heldout_points.json"
 
 
-def heldout_ids(split: Split, per_category: int) -> list[str]:
+def heldout_ids(split: Split, per_category: int, part: str = "held_out") -> list[str]:
     from aworld_rl_envtuning.data import CATEGORIES
 
-    return [i for c in CATEGORIES for i in split.of("held_out", [c])[:per_category]]
+    return [i for c in CATEGORIES for i in split.of(part, [c])[:per_category]]
+
+
+PREFIXES = {"held_out": "heldout", "validation": "validation"}
+"""Metric prefix per ``evaluation.points_split``."""
 
 
 def points(cfg: Any, state: CurriculumState, start: str) -> list[tuple[str, str, Any]]:
@@ -55,9 +59,10 @@ def evaluate_points(
     )
     from aworld_rl_envtuning.recipes.warm_start import greedy_validation
 
-    ids = heldout_ids(split, cfg.evaluation.points_per_category)
+    part = cfg.evaluation.points_split
+    ids = heldout_ids(split, cfg.evaluation.points_per_category, part)
     if not ids:
-        raise ValueError("evaluation.points_per_category selects no held-out entry")
+        raise ValueError(f"evaluation.points_per_category selects no {part} entry")
     results: dict[str, dict[str, float]] = {}
     for point, model, stage in run.progress(points(cfg, state, start), desc="held-out points"):
         trainer = rebuild(
@@ -68,7 +73,7 @@ def evaluate_points(
         env = cfg.env.factory(
             reward=stage.reward, augmentation=False, prompt_style=stage.prompt_style
         )
-        rows = stage_rows(ids, "held_out", cfg.env, stage, **_validation_env(cfg.validation))
+        rows = stage_rows(ids, part, cfg.env, stage, **_validation_env(cfg.validation))
         found = greedy_validation(
             model, rows, env, trainer, validation_limits(cfg.validation, trainer)
         )
@@ -79,16 +84,26 @@ def evaluate_points(
             "tool_calls": float(found.get("tool_calls", 0.0)),
         }
     metrics = {
-        f"heldout/{key}/{point}": value
+        f"{PREFIXES[part]}/{key}/{point}": value
         for point, scores in results.items()
         for key, value in scores.items()
         if key in ("accuracy", "progress")
     }
     run.log(metrics)
-    (run.dir / RESULT_FILE).write_text(
+    name = RESULT_FILE if part == "held_out" else "validation_points.json"
+    (run.dir / name).write_text(
         json.dumps({"entries": ids, "points": results}, indent=1), encoding="utf-8"
     )
-    run.sections.insert(0, ("Held-out entries", table(results, len(ids))))
+    if part == "held_out":
+        run.sections.insert(0, ("Held-out entries", table(results, len(ids))))
+    else:
+        text = table(results, len(ids)).replace(
+            "held-out entries (held-out templates and held-out slot combinations of the "
+            "training templates; none trained on, none used to choose the preset)",
+            "validation entries (validation templates and slot combinations; for choosing "
+            "a preset)",
+        )
+        run.sections.insert(0, ("Validation entries", text))
     return metrics
 
 

@@ -144,6 +144,7 @@ def greedy_validation(
         limits or Limits.of(trainer.rl),
         temperature=0.0,
         top_p=1.0,
+        call_constraint=trainer.rl.call_constraint,
     )
     episodes = rollout.play(model, tokenizer, rows, temperature=0.0)
     return validation_metrics(episodes, list(range(len(rows))), [env_return], None)

@@ -169,6 +169,11 @@ def build_overrides(
             "model.chat_template is not passed to verl: save the template in the tokenizer "
             "(tokenizer_config.json) that model.tokenizer / the model path points to"
         )
+    if rl.call_constraint != "none":
+        raise ConfigError(
+            f"trainer.rl.call_constraint={rl.call_constraint!r} is a decoding aid of the trl "
+            "backend only (verl's rollout engines do not apply it): set it to none"
+        )
     mini = verl.mini_batch_size or trainer.batch_size
     if trainer.batch_size % mini:
         raise ConfigError(
