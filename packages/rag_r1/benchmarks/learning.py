@@ -25,6 +25,8 @@ from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
 
+from aworld_rl_core.benchmarking import parse_args
+
 POINTS = ("random", "warm_start", "final")
 
 
@@ -205,7 +207,8 @@ def main() -> None:
         "--collect", action="store_true", help="only tabulate the finished runs under --out"
     )
     parser.add_argument("overrides", nargs="*", help="key=value overrides of the preset")
-    args = parser.parse_args()
+    # --short: the scripted searcher on 3 questions of one world (training takes minutes)
+    args = parse_args(parser, short={"seeds": [0], "scripted": 3})
     args.out.mkdir(parents=True, exist_ok=True)
     jobs = [(s, mq) for mq in args.max_queries for s in args.seeds]
     if args.scripted:
