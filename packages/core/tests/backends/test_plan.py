@@ -99,14 +99,17 @@ def sft_job(tmp_path, backend, sft=None, **trainer):
     )
 
 
-def test_hf_sft_plan_counts_per_turn_samples_and_zero3_memory(tmp_path, monkeypatch):
+def test_hf_sft_plan_counts_per_turn_samples_and_zero3_memory(tmp_path):
     from aworld_rl_core.backends.hf_sft import HfSftBackend
 
     ds = tmp_path / "zero3.json"
     ds.write_text(json.dumps({"zero_optimization": {"stage": 3}}))
-    monkeypatch.setenv("WORLD_SIZE", "2")
+    from aworld_rl_core.backends.hf_sft_launch import HfSftConfig
+
     sft = SFTConfig(deepspeed=str(ds), gradient_checkpointing=True, max_length=4096)
-    plan = HfSftBackend().plan(sft_job(tmp_path, "hf-sft", sft=sft))
+    job = sft_job(tmp_path, "hf-sft", sft=sft)
+    job = replace(job, trainer=with_section(job.trainer, HfSftConfig(nproc_per_node=2)))
+    plan = HfSftBackend().plan(job)
     # 5 chats x 2 assistant turns = 10 samples, batch 2: 5 steps; 2 = 1 micro x 2 GPUs
     assert (plan.steps.steps, plan.steps.world_size, plan.steps.accumulation) == (5, 2, 1)
     assert plan.steps.engine_settings["zero_stage"] == 3 and "deepspeed" in plan.packages
