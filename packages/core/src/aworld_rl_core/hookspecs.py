@@ -85,7 +85,9 @@ def register_losses(register: Register) -> None:
     (``think``, ``call``, ...). ``kind="model"``: ``compute_loss(model, batch) -> (loss,
     metrics)``. A class target is built with the recipe's options (``Cls(**options)``, e.g. an
     ``nn.Module`` with learnable weights); a function gets them as keyword arguments. Recipes
-    select one with ``trainer.loss=<name>`` (+ ``trainer.loss_options``).
+    select one with ``trainer.loss=<name>`` (+ ``trainer.loss_options``). A model-level loss
+    that computes vocabulary logits only where it reads them registers ``full_logits=False``
+    (launch plans then leave the full logits out of the memory estimate).
     """
 
 

@@ -91,6 +91,7 @@ class HfSftBackend:
             seq_len=cfg.sft.max_length,
             zero3=stage == 3,
             gradient_checkpointing=cfg.sft.gradient_checkpointing,
+            logits=_full_logits(job),
         )
         packages = ["aworld-rl-core[trl]", "torch (CUDA build on a GPU machine)"]
         if deepspeed:
@@ -201,6 +202,16 @@ class HfSftBackend:
             outputs={"model": model_dir},
             checkpoints=checkpoints(job.run.checkpoint_dir),
         )
+
+
+def _full_logits(job: TrainJob) -> bool:
+    """Whether training materialises the vocabulary logits at every position: a token loss
+    does (it gets them all), a model-level loss unless registered ``full_logits=False``;
+    without a loss, ``supervised_loss`` computes them only where a label follows."""
+    loss = job_loss(job)
+    if loss is None:
+        return False
+    return loss.kind == "token" or loss.full_logits
 
 
 def supervised_loss(

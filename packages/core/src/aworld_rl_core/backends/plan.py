@@ -179,6 +179,7 @@ def sft_memory(
     seq_len: int,
     zero3: bool,
     gradient_checkpointing: bool,
+    logits: bool = True,
 ) -> tuple[dict[str, float] | None, str]:
     """Core's SFT estimate for ``model`` (None and the reason when its shape is unknown)."""
     from aworld_rl_core.backends.memory import model_shape, sft_memory_per_gpu
@@ -197,6 +198,7 @@ def sft_memory(
         seq_len=seq_len,
         zero3=zero3,
         gradient_checkpointing=gradient_checkpointing,
+        logits=logits,
     )
     parts = {k.removesuffix("_gib"): v for k, v in est.items()}
     verdict = "fits" if parts["total"] <= DEFAULT_GPU_GIB else "does NOT fit"
