@@ -139,6 +139,27 @@ def memory_estimate(model: str, trainer: Any, gpu_gib: float = 80.0) -> Any:
     )
 
 
+def plan_memory(model: str, trainer: Any) -> tuple[dict[str, float] | None, str]:
+    """The plan's per-GPU GiB (training, rollout, total) and the note with the table (a tiny
+    CPU model or a model of unknown shape: None and why)."""
+    if model.startswith("tiny:"):
+        return None, "memory: a tiny CPU test model (no estimate)"
+    try:
+        est = memory_estimate(model, trainer)
+    except ConfigError as exc:
+        return None, f"memory: {exc}"
+    memory = {
+        "training": est.peak("training"),
+        "rollout": est.peak("rollout"),
+        "total": max(est.peak("training"), est.peak("rollout")),
+    }
+    verl = section(trainer, VerlConfig)
+    return memory, (
+        f"memory per GPU ({model}, {verl.nnodes * verl.gpus_per_node} x {est.gpu_gib:g} GiB, "
+        f"{tokens_per_gpu(trainer)} tokens per GPU per pass):\n{est.table()}"
+    )
+
+
 def tokens_per_gpu(trainer: Any) -> int:
     """Tokens in one actor forward pass per GPU: the dynamic batch's budget, else a
     micro-batch of full-length sequences."""
@@ -180,20 +201,7 @@ class VerlBackend:
             "verl drops prompts longer than trainer.verl.max_prompt_length before it counts "
             "batches (data.filter_overlong_prompts): the count assumes none is dropped"
         )
-        memory, note = None, ""
-        if job.model.name_or_path.startswith("tiny:"):
-            note = "memory: a tiny CPU test model (no estimate)"
-        else:
-            try:
-                est = memory_estimate(job.model.name_or_path, t)
-                memory = {
-                    "training": est.peak("training"),
-                    "rollout": est.peak("rollout"),
-                    "total": max(est.peak("training"), est.peak("rollout")),
-                }
-                note = f"memory ({tokens_per_gpu(t)} tokens per GPU per pass):\n{est.table()}"
-            except ConfigError as exc:
-                note = f"memory: {exc}"
+        memory, note = plan_memory(job.model.name_or_path, t)
         engine_pin = ROLLOUT_ENGINES[verl.rollout_engine][2].split(" ")[0]
         final = run.checkpoint_dir / f"global_step_{steps}"
         model = final / (HF_MODEL if verl.save_hf_model else "actor")
@@ -266,6 +274,7 @@ class VerlBackend:
         outputs = {"launch": launch_file, "data": launch.data_dir}
         if verl.dry_run:
             print(self.describe(launch))
+            print(plan_memory(job.model.name_or_path, job.trainer)[1])
             if verl.resolve_config and verl_installed():
                 outputs["verl_config"] = self.resolve_config(launch, run.dir / CONFIG_FILE)
                 print(f"verl's resolved config: {outputs['verl_config']}")
