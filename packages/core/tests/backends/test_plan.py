@@ -175,3 +175,26 @@ def test_dry_run_of_a_section_flag_is_a_dry_run():
     assert is_dry_run(with_section(trainer, VerlConfig(dry_run=True)))
     with planning():
         assert is_dry_run(TrainerConfig(backend="trl"))
+
+
+def test_readme_dry_run_commands_are_found_as_a_shell_splits_them(tmp_path, aworld_home):
+    from aworld_rl_core.testing.readme import dry_run_commands, run_as_written
+
+    readme = tmp_path / "README.md"
+    readme.write_text(
+        "```bash\n"
+        "aworld-run core.grpo --preset paper --dry-run 'a=[x, y]'  # plan only\n"
+        "aworld-run core.grpo --preset tiny-cpu --dry-run\n"
+        "aworld-run core.grpo --preset paper b=1\n"
+        "aworld-run core.grpo --dry-run \\\n    --preset paper c=2\n"
+        "```\n"
+    )
+    assert dry_run_commands(readme) == [
+        ["aworld-run", "core.grpo", "--preset", "paper", "--dry-run", "a=[x, y]"],
+        ["aworld-run", "core.grpo", "--dry-run", "--preset", "paper", "c=2"],
+    ]
+    words = ["aworld-run", "core.grpo", "--preset", "tiny-cpu", "--dry-run", "trainer.backend=verl"]
+    (plan,) = run_as_written(words, aworld_home)
+    assert plan["backend"] == "verl"
+    with pytest.raises(AssertionError, match="exited with 2"):
+        run_as_written(["aworld-run", "core.grpo", "--dry-run", "nosuch.key=1"], aworld_home)
