@@ -21,7 +21,16 @@ import pluggy
 from aworld_rl_core import hookspecs
 from aworld_rl_core.errors import PluginError
 
-KINDS = ("datasets", "environments", "rewards", "losses", "trainers", "tool_apis", "recipes")
+KINDS = (
+    "datasets",
+    "environments",
+    "rewards",
+    "losses",
+    "trainers",
+    "tool_apis",
+    "recipes",
+    "smoke_parts",
+)
 LOSS_KINDS = ("token", "model")
 DISABLE_ENV = "AWORLD_RL_DISABLE_PLUGINS"
 
@@ -485,6 +494,11 @@ def trainer_sections() -> tuple[dict[str, type], dict[str, str]]:
 
 def get_dataset(name: str) -> Any:
     return current().get("datasets", name).load()
+
+
+def get_smoke_part(name: str) -> Any:
+    """The registered smoke part ``name`` (``aworld_rl_core.smoke``): ``fn(device, model, out)``."""
+    return current().get("smoke_parts", name).load()
 
 
 def get_tool_api(name: str) -> Entry:
