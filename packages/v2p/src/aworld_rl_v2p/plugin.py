@@ -58,3 +58,13 @@ def register_datasets(register):
         help="Grounding samples from local files (kind=aguvis|screenspot|screenspot_v2|"
         "screenspot_pro, path=...).",
     )
+
+
+@hookimpl
+def register_smoke_parts(register):
+    register(
+        "v2p.warmup",
+        "aworld_rl_v2p.smoke:warmup",
+        help="V2P's warm-up stage through hf-sft on the packaged sample: row mask on the "
+        "parameter's device, only the new rows move, the pointer loss falls, a point is read out",
+    )
