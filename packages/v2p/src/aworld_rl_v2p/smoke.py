@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 SAMPLE = "aworld_rl_v2p:sample_data/data.json"
 STEPS = 6
@@ -24,7 +24,7 @@ def warmup(device: str, model: str | None, out: Path) -> dict[str, Any]:
     from aworld_rl_v2p.modeling import new_token_rows
     from aworld_rl_v2p.training import model_factory, warmup_trainable
 
-    dtype = "bfloat16" if device == "cuda" else "float32"
+    dtype: Literal["bfloat16", "float32"] = "bfloat16" if device == "cuda" else "float32"
     name = model or "tiny:qwen2_5_vl"
     # the row mask follows its parameter onto the device
     built, _ = model_factory(ModelConfig(name_or_path=name, dtype=dtype))
