@@ -40,6 +40,9 @@ def _train(name: str, device: str, model: str | None, out: Path, extra: list[str
         f"trainer.max_steps={STEPS}",
         "trainer.loss_options.learnable=false",
         "trainer.llamafactory.template=null",
+        "data.prompt=chat_tools",  # tools through the chat template: no bfcl-eval needed
+        "trainer.llamafactory.nproc_per_node=1",  # one GPU (the recipe default is the paper 8)
+        "trainer.llamafactory.deepspeed=null",
         *extra,
     ]
     cfg = load_config(entry.config_cls(), preset="tiny-cpu", presets=entry.presets,
