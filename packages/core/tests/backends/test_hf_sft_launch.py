@@ -82,6 +82,7 @@ def test_one_node_is_standalone_and_one_process_stays_in_process(tmp_path):
     plan = HfSftBackend().plan(job(tmp_path, HfSftConfig()))
     assert plan.processes[0].command == ["Trainer.train()"] and plan.steps.world_size == 1
     assert plan.steps.engine_settings["deepspeed"] is None
+    assert HfSftConfig(zero_stage=3).uses_torchrun()  # ZeRO on one GPU: a 1-rank group
 
 
 def test_zero_configs_leave_batch_sizes_to_transformers():

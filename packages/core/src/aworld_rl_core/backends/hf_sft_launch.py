@@ -39,8 +39,9 @@ class HfSftConfig:
 
     launcher: Literal["auto", "torchrun"] = option(
         "auto",
-        help="auto: train in this process for one process in all, through torchrun for more; "
-        "torchrun: always through torchrun (a 1-process torchrun runs the same worker path)",
+        help="auto: train in this process for one process in all without ZeRO, through "
+        "torchrun for more processes or a zero_stage (DeepSpeed wants a process group, even of "
+        "one); torchrun: always through torchrun",
     )
     nproc_per_node: int = option(1, help="processes (GPUs) per node", ge=1)
     nnodes: int = option(1, help="machines; run the same command on each (node_rank apart)", ge=1)
@@ -60,7 +61,7 @@ class HfSftConfig:
         return self.nproc_per_node * self.nnodes
 
     def uses_torchrun(self) -> bool:
-        return self.launcher == "torchrun" or self.world_size > 1
+        return self.launcher == "torchrun" or self.world_size > 1 or self.zero_stage > 0
 
 
 def hf_sft_section(trainer: Any) -> HfSftConfig:
