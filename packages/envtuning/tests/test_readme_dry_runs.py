@@ -22,3 +22,5 @@ def test_readme_dry_run_runs_as_written(words, aworld_home, capsys):
     plans = run_as_written(words, aworld_home)
     assert all(p["backend"] == BACKEND for p in plans) and len(plans) == PLANS
     assert "launch plan(s) written to" in capsys.readouterr().out
+    # stages 2-4 start from the previous stage's planned model: its shape is the base's
+    assert all(p["memory_gib"] is not None for p in plans)

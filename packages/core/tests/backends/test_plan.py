@@ -198,3 +198,20 @@ def test_readme_dry_run_commands_are_found_as_a_shell_splits_them(tmp_path, awor
     assert plan["backend"] == "verl"
     with pytest.raises(AssertionError, match="exited with 2"):
         run_as_written(["aworld-run", "core.grpo", "--dry-run", "nosuch.key=1"], aworld_home)
+
+
+def test_a_later_stage_planned_from_a_planned_model_keeps_its_memory_estimate(tmp_path):
+    """Stage 2 starts from stage 1's planned (unwritten) model: its shape is the base's."""
+    from aworld_rl_core.backends.verl.backend import VerlBackend
+
+    job = rl_job(tmp_path, "verl", max_steps=3)
+    with planning():
+        first = VerlBackend().train(job)
+        second = replace(
+            job,
+            model=ModelConfig(name_or_path=str(first.outputs["model"])),
+            run=Run(tmp_path / "stage2", quiet=True),
+        )
+        plan = VerlBackend().plan(second)
+    assert not Path(first.outputs["model"]).exists()
+    assert plan.memory_gib is not None and plan.memory_gib["total"] > 14

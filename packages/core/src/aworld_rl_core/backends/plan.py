@@ -122,6 +122,24 @@ class LaunchPlan:
 
 
 _PLANS: ContextVar[list[LaunchPlan] | None] = ContextVar("aworld_rl_plans", default=None)
+_PLANNED_FROM: dict[str, str] = {}
+"""A planned final model (not written: nothing trained) -> the model it is trained from, so a
+later stage's memory estimate knows its shape."""
+
+
+def remember_planned_model(planned: str | Path, source: str) -> None:
+    """Record that the planned model ``planned`` will be ``source`` fine-tuned (same shape)."""
+    _PLANNED_FROM[str(planned)] = shape_source(source)
+
+
+def shape_source(model: str) -> str:
+    """The model whose shape ``model`` has: itself, or for a planned (not yet written) final
+    model the model it is trained from."""
+    seen = set()
+    while model in _PLANNED_FROM and model not in seen:
+        seen.add(model)
+        model = _PLANNED_FROM[model]
+    return model
 
 
 @contextmanager
@@ -155,6 +173,7 @@ def planned_result(plan: LaunchPlan, job: TrainJob) -> RunResult:
     plans = _PLANS.get()
     if plans is not None:
         plans.append(plan)
+    remember_planned_model(plan.checkpoints.model, job.model.name_or_path)
     path = write_plans([plan], job.run.dir / PLAN_FILE)
     print(plan.describe())
     return RunResult(
@@ -185,6 +204,7 @@ def sft_memory(
     from aworld_rl_core.backends.memory import model_shape, sft_memory_per_gpu
     from aworld_rl_core.errors import ConfigError
 
+    model = shape_source(model)
     if model.startswith("tiny:"):
         return None, "memory: a tiny CPU test model (no estimate)"
     try:
