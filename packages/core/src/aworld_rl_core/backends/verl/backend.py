@@ -304,8 +304,8 @@ class VerlBackend:
                 engine_steps_of(launch, n_rows, batch),
                 plan_batches(job.trainer, n_rows=n_rows, rl=True, strict=False).steps,
             }:
-                final = run.checkpoint_dir / f"global_step_{steps}" / HF_MODEL
-                remember_planned_model(final, job.model.name_or_path)
+                last = run.checkpoint_dir / f"global_step_{steps}" / HF_MODEL
+                remember_planned_model(last, job.model.name_or_path)
             if verl.resolve_config and verl_installed():
                 outputs["verl_config"] = self.resolve_config(launch, run.dir / CONFIG_FILE)
                 print(f"verl's resolved config: {outputs['verl_config']}")
