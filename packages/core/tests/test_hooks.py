@@ -111,6 +111,22 @@ def test_hook_register_parsers():
         assert parsed.calls == [Call("f", {})] and parsed.protocol == "t.upper"
 
 
+def test_hook_register_smoke_parts():
+    import json
+
+    from aworld_rl_core import smoke
+
+    class Plugin:
+        @hookimpl
+        def register_smoke_parts(self, register):
+            register("mine.part", "json:dumps", help="a test part")
+
+    with registry.use_registry(registry.build_registry(extra=[("mine", Plugin())])):
+        assert registry.get_smoke_part("mine.part") is json.dumps
+        parts = smoke.default_parts()
+        assert parts[:2] == ["trl-grpo", "hf-sft"] and "mine.part" in parts
+
+
 def test_every_hook_is_documented_and_tested():
     documented = set(re.findall(r"^## (register_\w+)", DOCS.read_text(), flags=re.M))
     tested = {n.removeprefix("test_hook_") for n in globals() if n.startswith("test_hook_")}

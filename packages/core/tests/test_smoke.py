@@ -31,3 +31,24 @@ def test_a_failing_part_fails_the_run(tmp_path):
     code = smoke.main(["--device", "cpu", "--out", str(tmp_path), "--parts", "bogus"])
     (row,) = json.loads((tmp_path / "smoke.json").read_text())
     assert code == 1 and row["status"] == "fail" and "unknown part 'bogus'" in row["why"]
+
+
+def test_core_names_no_paper_and_runs_the_registered_parts():
+    """The paper packages' parts come from the registry (``register_smoke_parts``)."""
+    from pathlib import Path
+
+    from aworld_rl_core import hookimpl, registry
+
+    source = Path(smoke.__file__).read_text()
+    for paper in ("funreason", "v2p", "rag_r1", "envtuning"):
+        assert paper not in source, paper
+
+    class Plugin:
+        @hookimpl
+        def register_smoke_parts(self, register):
+            register("mine.part", "json:dumps", help="a test part")
+
+    with registry.use_registry(registry.build_registry(extra=[("mine", Plugin())])):
+        assert smoke.default_parts()[:2] == ["trl-grpo", "hf-sft"]
+        assert "mine.part" in smoke.default_parts()
+        assert registry.get_smoke_part("mine.part") is json.dumps

@@ -1,9 +1,10 @@
-"""The per-GPU memory note a verl dry run prints (core's ``rl_memory_per_gpu``, whose
-arithmetic core's tests check by hand): the README's figures for the paper preset."""
+"""The per-GPU memory a verl launch of the paper preset needs (core's ``rl_memory_per_gpu``
+through the verl backend's plan, whose arithmetic core's tests check by hand): the README's
+figures. The curriculum has no estimate of its own; ``trainer.verl.dry_run`` prints core's."""
 
 from aworld_rl_core import registry
+from aworld_rl_core.backends.verl.backend import plan_memory
 from aworld_rl_core.config import load_config
-from aworld_rl_envtuning.recipes.training import memory_note
 
 
 def _paper_trainer():
@@ -12,16 +13,18 @@ def _paper_trainer():
     return cfg.model.name_or_path, cfg.trainer
 
 
-def test_paper_note_prints_the_readme_figures():
+def test_paper_plan_memory_is_the_readme_figures():
     model, trainer = _paper_trainer()
-    note = memory_note(model, trainer)
-    assert "Qwen/Qwen2.5-7B-Instruct, 8 x 80 GiB, 65536 tokens per micro-batch" in note
+    memory, note = plan_memory(model, trainer)
+    assert "Qwen/Qwen2.5-7B-Instruct, 8 x 80 GiB, 65536 tokens per GPU per pass" in note
     assert "| training | **total** | **49.85** |" in note
     assert "| rollout | **total** | **78.42** |" in note
     assert "fits in 80 GiB" in note and "933k tokens per GPU" in note
+    assert memory is not None and round(memory["total"], 2) == 78.42
 
 
 def test_unknown_model_says_what_to_do():
     _, trainer = _paper_trainer()
-    note = memory_note("no/such-model", trainer)
+    memory, note = plan_memory("no/such-model", trainer)
+    assert memory is None
     assert "no memory estimate for model 'no/such-model'" in note and "config.json" in note

@@ -176,27 +176,32 @@ class TestTrainRecipe(RecipeContract):
         from aworld_rl_core.errors import ConfigError
 
         with pytest.raises(ConfigError, match=message):
-            tiny_run(self.recipe, tmp_path, [override, "launch.dry_run=true"])
+            tiny_run(self.recipe, tmp_path, [override])
 
-    def test_paper_dry_run_prints_the_32_gpu_launch(self, tmp_path, aworld_home, capsys):
-        entry = registry.get_recipe(self.recipe)
-        cfg = load_config(entry.config_cls(), preset="paper", presets=entry.presets)
-        result, _run = execute(
-            self.recipe, entry.run_fn(), cfg, output_dir=tmp_path / "run", quiet=True
-        )
-        out = capsys.readouterr().out
-        assert "torchrun --nnodes=4 --nproc_per_node=8" in out
-        assert "global batch 128 = micro 2 x 32 GPUs x 2 accumulation, lr 5e-06, cosine" in out
-        assert result.metrics["accumulation"] == 2.0
-        assert result.metrics["total_gib"] == pytest.approx(
-            memory_per_gpu(
-                KNOWN_SHAPES[cfg.model.name_or_path],
-                stage="main",
-                gpus=32,
-                micro_batch=2,
-                seq_len=7600,
-            )["total_gib"]
-        )
+    def test_paper_dry_run_plans_the_32_gpu_torchrun_launch(self, tmp_path, aworld_home):
+        """``--dry-run`` (core's, no V2P dry-run code): hf-sft's plan of the paper preset on the
+        packaged sample is torchrun over 4 x 8 GPUs with ZeRO-3 and gradient checkpointing, and
+        the memory it estimates is what that job trains with."""
+        from aworld_rl_core import cli
+
+        out = tmp_path / "run"
+        code = cli.main(
+            ["v2p.train", "--preset", "paper", "--dry-run", "--output-dir", str(out),
+             "data.sources=[]", "data.paths=[aworld_rl_v2p:sample_data/data.json]"]
+        )  # fmt: skip
+        assert code == 0
+        (plan,) = json.loads((out / "plan.json").read_text())["plans"]
+        command = plan["processes"][0]["command"]
+        assert command[1:5] == ["-m", "torch.distributed.run", "--nnodes=4", "--nproc_per_node=8"]
+        steps = plan["steps"]
+        # global batch 128 = micro 2 x 32 GPUs x 2 accumulation
+        assert (steps["world_size"], steps["micro_batch"], steps["accumulation"]) == (32, 2, 2)
+        engine = steps["engine_settings"]
+        assert engine["zero_stage"] == 3 and engine["gradient_checkpointing"] is True
+        assert json.loads(Path(engine["deepspeed"]).read_text())["zero_optimization"]["stage"] == 3
+        # the pointer loss computes LM logits at supervised positions only: no logits term
+        assert "logits" not in plan["memory_gib"] and plan["memory_gib"]["total"] < 80
+        assert not (out / "model").exists()  # nothing trained
 
     def test_batch_that_does_not_split_is_an_error(self, tmp_path, aworld_home):
         entry = registry.get_recipe(self.recipe)
@@ -275,22 +280,24 @@ def test_sources_each_with_images_and_weight(tmp_path):
     assert [s.id for s in training_samples(data)[0]] == ids  # seeded
 
 
-def test_paper_launch_trains_with_zero3_and_gradient_checkpointing(tmp_path, aworld_home):
-    """The 32-GPU launch's hf-sft job carries the ZeRO-3 config and gradient checkpointing the
-    dry run's memory estimate assumes (before: deepspeed null, no checkpointing: plain DDP)."""
+def test_paper_job_trains_with_zero3_and_gradient_checkpointing(tmp_path, aworld_home):
+    """The paper preset's hf-sft job carries the ZeRO-3 and gradient checkpointing its plan's
+    estimate assumes (before: deepspeed null, no checkpointing: plain DDP)."""
+    from aworld_rl_core.backends.hf_sft_launch import deepspeed_file, hf_sft_section
     from aworld_rl_core.runs import Run
-    from aworld_rl_v2p.recipes.train import launch_trainer
+    from aworld_rl_v2p.recipes.train import training_job
 
     entry = registry.get_recipe("v2p.train")
     cfg = load_config(
         entry.config_cls(),
         preset="paper",
         presets=entry.presets,
-        overrides=["launch.dry_run=false"],
+        overrides=["data.sources=[]", "data.paths=[aworld_rl_v2p:sample_data/data.json]"],
     )
-    trainer = launch_trainer(cfg, Run(tmp_path / "run", quiet=True))
-    assert trainer.sft.gradient_checkpointing is True
-    ds = json.loads(Path(trainer.sft.deepspeed).read_text())
-    assert ds["zero_optimization"]["stage"] == 3 and ds["bf16"]["enabled"] is True
-    one = load_config(entry.config_cls(), preset="tiny-cpu", presets=entry.presets)
-    assert launch_trainer(one, Run(tmp_path / "one", quiet=True)) == one.trainer  # 1 process
+    job = training_job(cfg, Run(tmp_path / "run", quiet=True))
+    assert job.trainer.sft.gradient_checkpointing is True
+    hs = hf_sft_section(job.trainer)
+    assert (hs.world_size, hs.zero_stage, hs.uses_torchrun()) == (32, 3, True)
+    ds = json.loads(Path(deepspeed_file(job, write=True)).read_text())
+    assert ds["zero_optimization"]["stage"] == 3 and ds["bf16"]["enabled"] == "auto"
+    assert len(job.train_rows) == 8  # the packaged sample: 4 pages, 8 targets

@@ -85,7 +85,9 @@ def register_losses(register: Register) -> None:
     (``think``, ``call``, ...). ``kind="model"``: ``compute_loss(model, batch) -> (loss,
     metrics)``. A class target is built with the recipe's options (``Cls(**options)``, e.g. an
     ``nn.Module`` with learnable weights); a function gets them as keyword arguments. Recipes
-    select one with ``trainer.loss=<name>`` (+ ``trainer.loss_options``).
+    select one with ``trainer.loss=<name>`` (+ ``trainer.loss_options``). A model-level loss
+    that computes vocabulary logits only where it reads them registers ``full_logits=False``
+    (launch plans then leave the full logits out of the memory estimate).
     """
 
 
@@ -144,4 +146,18 @@ def register_recipes(register: RegisterRecipe) -> None:
     ``register(name, config="mod:Cls", run="mod:fn", presets="pkg:configs/dir", help=...)``:
     a frozen config dataclass, YAML presets shipped as package data, and
     ``run(cfg, run) -> RunResult``.
+    """
+
+
+@hookspec
+def register_smoke_parts(register: Register) -> None:
+    """Register parts of the one-GPU smoke run (``python -m aworld_rl_core.smoke``):
+    ``register(name, "mod:fn", help=...)``.
+
+    ``fn(device, model, out) -> dict``: train a few steps of the package's own path on
+    ``device`` (``"cuda"``: bf16; ``"cpu"``: the tiny models, fast enough for CI), ``model`` a
+    local model path or None (the tiny random model), writing under the folder ``out``; return
+    what it measured (JSON values), ``{"status": "skip", "why": ...}`` when it cannot run here
+    (a library not installed), and raise ``AssertionError`` naming what it did not show. Each
+    part runs in its own subprocess with a timeout; core never names a paper's part.
     """

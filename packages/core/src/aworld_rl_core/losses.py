@@ -27,6 +27,10 @@ class Loss:
     fn: Callable[..., Any]
     kind: LossKind = "token"
     name: str = ""
+    full_logits: bool = True
+    """Whether it needs the vocabulary logits at every position (a model-level loss registered
+    with ``full_logits=False`` computes them only where it reads them): memory plans count
+    the ``positions x vocabulary`` matrix only then."""
 
 
 def model_loss(fn: Callable[..., Any], name: str = "") -> Loss:
@@ -50,12 +54,14 @@ def resolve_loss(value: Any, options: Mapping[str, Any] | None = None) -> Loss |
         ref = Ref.of(value, "loss")
         merged = {**ref.kwargs, **dict(options or {})}
         kind: LossKind = "token"
+        full = True
         if ref.is_import_path:
             target = ref.resolve("losses")
         else:
             entry = lookup("losses", ref.target)
             target, kind = entry.load(), entry.meta["kind"]
-        return Loss(build(target, merged), kind, ref.label)
+            full = bool(entry.meta.get("full_logits", True))
+        return Loss(build(target, merged), kind, ref.label, full_logits=full)
     if callable(value):
         return Loss(value, "token", getattr(value, "__name__", type(value).__name__))
     raise ConfigError(f"a loss is a registered name, a Ref or a callable; got {value!r}")

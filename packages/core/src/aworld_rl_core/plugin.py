@@ -48,7 +48,12 @@ def register_trainers(register):
     register(
         "trl", "aworld_rl_core.backends.trl_grpo:TrlGrpoBackend", help="TRL GRPO (CPU / 1 GPU)"
     )
-    register("hf-sft", "aworld_rl_core.backends.hf_sft:HfSftBackend", help="transformers SFT")
+    register(
+        "hf-sft",
+        "aworld_rl_core.backends.hf_sft:HfSftBackend",
+        config="aworld_rl_core.backends.hf_sft_launch:HfSftConfig",
+        help="transformers SFT (torchrun and DeepSpeed ZeRO for several GPUs)",
+    )
     register(
         "verl",
         "aworld_rl_core.backends.verl.backend:VerlBackend",

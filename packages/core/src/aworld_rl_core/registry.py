@@ -30,6 +30,7 @@ KINDS = (
     "tool_apis",
     "parsers",
     "recipes",
+    "smoke_parts",
 )
 LOSS_KINDS = ("token", "model")
 DISABLE_ENV = "AWORLD_RL_DISABLE_PLUGINS"
@@ -604,6 +605,11 @@ def get_dataset(name: str) -> Any:
 def get_parser(name: str) -> Any:
     """The registered tool-call parser ``name`` (``tooluse.get_parser`` binds its options)."""
     return current().get("parsers", name).load()
+
+
+def get_smoke_part(name: str) -> Any:
+    """The registered smoke part ``name`` (``aworld_rl_core.smoke``): ``fn(device, model, out)``."""
+    return current().get("smoke_parts", name).load()
 
 
 def get_tool_api(name: str) -> Entry:

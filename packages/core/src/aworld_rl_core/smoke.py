@@ -10,9 +10,10 @@ Parts (``--parts`` picks some):
   a checkpoint is saved;
 - ``hf-sft``: transformers SFT with a token-weighted loss (think tokens weighted apart from the
   rest): the loss is finite and falls, think tokens were seen, the model is saved;
-- ``recipe:<name>``: a registered recipe's ``tiny-cpu`` preset (core finds paper packages through
-  the registry and never imports them); skipped when the recipe is not installed. By default
-  the papers' smoke recipes in ``PAPER_RECIPES`` are tried.
+- every registered smoke part (``register_smoke_parts``: the paper packages register their own
+  paths, e.g. LLaMA-Factory with their loss, a vision warm-up, retrieval RL; core finds them
+  through the registry and never names them), run by default when installed;
+- ``recipe:<name>``: a registered recipe's ``tiny-cpu`` preset (only when asked for).
 
 Each part runs as ``python -m aworld_rl_core.smoke --part NAME`` with a timeout; the parent
 collects one JSON line from each and ends with a table and ``DIR/smoke.json``: part, status
@@ -34,9 +35,6 @@ from pathlib import Path
 from typing import Any, Literal
 
 CORE_PARTS = ("trl-grpo", "hf-sft")
-PAPER_RECIPES = ("funreason.sft", "v2p.train", "rag_r1.train")
-"""Registered recipes whose ``tiny-cpu`` preset the default run also tries (skipped when not
-installed)."""
 RESULT_PREFIX = "SMOKE_RESULT "
 
 
@@ -209,8 +207,14 @@ def run_part(part: str, args: argparse.Namespace) -> dict[str, Any]:
             detail = part_hf_sft(args, out)
         elif part.startswith("recipe:"):
             detail = part_recipe(part.split(":", 1)[1], args, out)
+        elif part in registered_parts():
+            from aworld_rl_core import registry
+
+            fn = registry.get_smoke_part(part)
+            detail = dict(fn(args.device, args.model, out) or {})
         else:
-            return {"status": "fail", "why": f"unknown part {part!r}"}
+            known = ", ".join([*CORE_PARTS, *registered_parts()])
+            return {"status": "fail", "why": f"unknown part {part!r} (parts here: {known})"}
         status = detail.pop("status", "pass")
     except Exception as exc:  # the table says what failed; the traceback is in the log
         import traceback
@@ -225,8 +229,15 @@ def run_part(part: str, args: argparse.Namespace) -> dict[str, Any]:
     }
 
 
+def registered_parts() -> list[str]:
+    """The smoke parts installed packages register (``register_smoke_parts``)."""
+    from aworld_rl_core import registry
+
+    return registry.names("smoke_parts")
+
+
 def default_parts() -> list[str]:
-    return [*CORE_PARTS, *(f"recipe:{r}" for r in PAPER_RECIPES)]
+    return [*CORE_PARTS, *registered_parts()]
 
 
 def main(argv: list[str] | None = None) -> int:

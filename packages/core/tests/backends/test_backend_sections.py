@@ -55,9 +55,15 @@ def echo_registry():
 def test_trainer_config_keeps_no_backend_fields():
     names = {f.name for f in dataclasses.fields(TrainerConfig)}
     assert not names & {"verl", "llamafactory", "critic", "dry_run", "template"}
-    assert list(TrainerConfig().sections) == ["verl", "llamafactory"]
+    from aworld_rl_core.backends.hf_sft_launch import HfSftConfig
+
+    assert list(TrainerConfig().sections) == ["hf-sft", "verl", "llamafactory"]
     assert section(TrainerConfig(), VerlConfig) == VerlConfig()
-    assert backend_sections().classes == {"verl": VerlConfig, "llamafactory": LlamaFactoryConfig}
+    assert backend_sections().classes == {
+        "hf-sft": HfSftConfig,
+        "verl": VerlConfig,
+        "llamafactory": LlamaFactoryConfig,
+    }
 
 
 def test_core_sections_keep_their_keys_types_and_bounds():
@@ -98,7 +104,7 @@ def test_a_third_backend_owns_its_section(echo_registry, tmp_path, capsys):
     overrides = ["trainer.echo-sft.repeats=5", "trainer.echo-sft.greeting=hi"]
     cfg = load_config(GrpoRecipeConfig, overrides=overrides)
     assert section(cfg.trainer, EchoConfig) == EchoConfig(greeting="hi", repeats=5)
-    assert list(cfg.trainer.sections) == ["verl", "llamafactory", "echo-sft"]
+    assert list(cfg.trainer.sections) == ["hf-sft", "verl", "llamafactory", "echo-sft"]
 
     with pytest.raises(ConfigError, match=r"trainer\.echo-sft\.repeats: expected int"):
         load_config(GrpoRecipeConfig, overrides=["trainer.echo-sft.repeats=many"])
@@ -106,7 +112,7 @@ def test_a_third_backend_owns_its_section(echo_registry, tmp_path, capsys):
         load_config(GrpoRecipeConfig, overrides=["trainer.echo-sft.repeats=0"])
     with pytest.raises(ConfigError, match=r"unknown config key 'trainer\.echo-sft\.nope'"):
         load_config(GrpoRecipeConfig, overrides=["trainer.echo-sft.nope=1"])
-    sections = "trainer.verl, trainer.llamafactory, trainer.echo-sft"
+    sections = "trainer.hf-sft, trainer.verl, trainer.llamafactory, trainer.echo-sft"
     with pytest.raises(ConfigError, match=f"registered backend sections: {sections}$"):
         load_config(GrpoRecipeConfig, overrides=["trainer.nosuch.x=1"])
 

@@ -94,14 +94,17 @@ def sft_job(tmp_path, backend, sft=None, **trainer):
     )
 
 
-def test_hf_sft_plan_counts_per_turn_samples_and_zero3_memory(tmp_path, monkeypatch):
+def test_hf_sft_plan_counts_per_turn_samples_and_zero3_memory(tmp_path):
     from aworld_rl_core.backends.hf_sft import HfSftBackend
 
     ds = tmp_path / "zero3.json"
     ds.write_text(json.dumps({"zero_optimization": {"stage": 3}}))
-    monkeypatch.setenv("WORLD_SIZE", "2")
+    from aworld_rl_core.backends.hf_sft_launch import HfSftConfig
+
     sft = SFTConfig(deepspeed=str(ds), gradient_checkpointing=True, max_length=4096)
-    plan = HfSftBackend().plan(sft_job(tmp_path, "hf-sft", sft=sft))
+    job = sft_job(tmp_path, "hf-sft", sft=sft)
+    job = replace(job, trainer=with_section(job.trainer, HfSftConfig(nproc_per_node=2)))
+    plan = HfSftBackend().plan(job)
     # 5 chats x 2 assistant turns = 10 samples, batch 2: 5 steps; 2 = 1 micro x 2 GPUs
     assert (plan.steps.steps, plan.steps.world_size, plan.steps.accumulation) == (5, 2, 1)
     assert plan.steps.engine_settings["zero_stage"] == 3 and "deepspeed" in plan.packages
@@ -167,3 +170,43 @@ def test_dry_run_of_a_section_flag_is_a_dry_run():
     assert is_dry_run(with_section(trainer, VerlConfig(dry_run=True)))
     with planning():
         assert is_dry_run(TrainerConfig(backend="trl"))
+
+
+def test_readme_dry_run_commands_are_found_as_a_shell_splits_them(tmp_path, aworld_home):
+    from aworld_rl_core.testing.readme import dry_run_commands, run_as_written
+
+    readme = tmp_path / "README.md"
+    readme.write_text(
+        "```bash\n"
+        "aworld-run core.grpo --preset paper --dry-run 'a=[x, y]'  # plan only\n"
+        "aworld-run core.grpo --preset tiny-cpu --dry-run\n"
+        "aworld-run core.grpo --preset paper b=1\n"
+        "aworld-run core.grpo --dry-run \\\n    --preset paper c=2\n"
+        "```\n"
+    )
+    assert dry_run_commands(readme) == [
+        ["aworld-run", "core.grpo", "--preset", "paper", "--dry-run", "a=[x, y]"],
+        ["aworld-run", "core.grpo", "--dry-run", "--preset", "paper", "c=2"],
+    ]
+    words = ["aworld-run", "core.grpo", "--preset", "tiny-cpu", "--dry-run", "trainer.backend=verl"]
+    (plan,) = run_as_written(words, aworld_home)
+    assert plan["backend"] == "verl"
+    with pytest.raises(AssertionError, match="exited with 2"):
+        run_as_written(["aworld-run", "core.grpo", "--dry-run", "nosuch.key=1"], aworld_home)
+
+
+def test_a_later_stage_planned_from_a_planned_model_keeps_its_memory_estimate(tmp_path):
+    """Stage 2 starts from stage 1's planned (unwritten) model: its shape is the base's."""
+    from aworld_rl_core.backends.verl.backend import VerlBackend
+
+    job = rl_job(tmp_path, "verl", max_steps=3)
+    with planning():
+        first = VerlBackend().train(job)
+        second = replace(
+            job,
+            model=ModelConfig(name_or_path=str(first.outputs["model"])),
+            run=Run(tmp_path / "stage2", quiet=True),
+        )
+        plan = VerlBackend().plan(second)
+    assert not Path(first.outputs["model"]).exists()
+    assert plan.memory_gib is not None and plan.memory_gib["total"] > 14

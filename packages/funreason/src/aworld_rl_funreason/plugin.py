@@ -61,3 +61,13 @@ def register_datasets(register):
         "aworld_rl_funreason.datasets:bfcl_dataset",
         help="a BFCL single-turn category (category=...) as records.",
     )
+
+
+@hookimpl
+def register_smoke_parts(register):
+    register(
+        "funreason.llamafactory-srml",
+        "aworld_rl_funreason.smoke:llamafactory_srml",
+        help="SRML through LLaMA-Factory, plain and ZeRO-3 on one GPU (skipped without "
+        "llamafactory installed)",
+    )

@@ -73,3 +73,13 @@ def register_datasets(register):
         "aworld_rl_rag_r1.qa:question_rows",
         help="RL / eval rows of a question file (path=..., format=auto|flashrag|hotpotqa|...).",
     )
+
+
+@hookimpl
+def register_smoke_parts(register):
+    register(
+        "rag_r1.train",
+        "aworld_rl_rag_r1.smoke:train",
+        help="RAG-R1 GRPO against the local flat index: finite loss, a checkpoint; a search "
+        "reaches the index and every <information> token is loss-masked",
+    )

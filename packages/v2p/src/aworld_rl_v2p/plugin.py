@@ -33,7 +33,7 @@ def register_recipes(register):
         config=f"{_R}.train:TrainConfig",
         run=f"{_R}.train:run",
         presets="aworld_rl_v2p:configs/train",
-        help="V2P's warm-up / main stage through hf-sft; launch.dry_run prints launch + memory.",
+        help="V2P's warm-up / main stage through hf-sft (torchrun + ZeRO-3 on several GPUs).",
     )
 
 
@@ -43,6 +43,7 @@ def register_losses(register):
         "v2p.pointer",
         "aworld_rl_v2p.loss:compute_loss",
         kind="model",
+        full_logits=False,  # the LM term computes vocabulary logits at supervised positions
         help="V2P's model-level loss: lm_weight x LM + pointer_weight x (KL(gauss labels || "
         "head softmax) + out-of-box mass); options: label_style, sigma_factor, suppression, "
         "suppression_region, lm_weight, pointer_weight.",
@@ -56,4 +57,14 @@ def register_datasets(register):
         "aworld_rl_v2p.data:read",
         help="Grounding samples from local files (kind=aguvis|screenspot|screenspot_v2|"
         "screenspot_pro, path=...).",
+    )
+
+
+@hookimpl
+def register_smoke_parts(register):
+    register(
+        "v2p.warmup",
+        "aworld_rl_v2p.smoke:warmup",
+        help="V2P's warm-up stage through hf-sft on the packaged sample: row mask on the "
+        "parameter's device, only the new rows move, the pointer loss falls, a point is read out",
     )

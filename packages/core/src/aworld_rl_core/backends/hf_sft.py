@@ -58,15 +58,23 @@ class HfSftBackend:
     name = "hf-sft"
 
     def plan(self, job: TrainJob) -> Any:
-        """The launch plan: this process (each rank under torchrun: ``WORLD_SIZE``), steps
-        from ``plan_batches`` over the samples (one per assistant turn with
-        ``trainer.sft.per_turn``), core's SFT memory estimate (ZeRO-3 when
-        ``trainer.sft.deepspeed`` says stage 3), and transformers' checkpoints."""
+        """The launch plan: this process, or torchrun with ``trainer.hf-sft.nproc_per_node`` x
+        ``nnodes`` workers in the one run directory; steps from ``plan_batches`` over the
+        samples (one per assistant turn with ``trainer.sft.per_turn``) split over that world
+        size; core's SFT memory estimate (ZeRO-3 when the DeepSpeed config says stage 3); and
+        transformers' checkpoints."""
         from aworld_rl_core.backends import plan as p
+        from aworld_rl_core.backends.hf_sft_launch import (
+            JOB_FILE,
+            WORK_DIR,
+            deepspeed_file,
+            hf_sft_section,
+            torchrun_command,
+        )
         from aworld_rl_core.records import as_record
 
-        cfg = job.trainer
-        devices = int(os.environ.get("WORLD_SIZE", "1"))
+        cfg, hs = job.trainer, hf_sft_section(job.trainer)
+        devices = hs.world_size
         n = len(job.train_rows)
         if cfg.sft.per_turn:
             try:
@@ -74,7 +82,8 @@ class HfSftBackend:
             except Exception:  # rows that are no chat records (vision rows): one sample each
                 n = len(job.train_rows)
         batches = plan_batches(cfg, n_rows=n, rl=False, devices=devices, strict=False)
-        stage = p.deepspeed_stage(cfg.sft.deepspeed)
+        deepspeed = deepspeed_file(job, write=True)
+        stage = p.deepspeed_stage(deepspeed)
         memory, note = p.sft_memory(
             job.model.name_or_path,
             gpus=devices,
@@ -82,20 +91,28 @@ class HfSftBackend:
             seq_len=cfg.sft.max_length,
             zero3=stage == 3,
             gradient_checkpointing=cfg.sft.gradient_checkpointing,
+            logits=_full_logits(job),
         )
         packages = ["aworld-rl-core[trl]", "torch (CUDA build on a GPU machine)"]
-        if cfg.sft.deepspeed:
+        if deepspeed:
             packages.append("deepspeed")
         final = job.run.checkpoint_dir / f"checkpoint-{batches.steps}"
+        writes = [str(job.run.checkpoint_dir), str(job.run.dir / "model")]
+        if hs.uses_torchrun():
+            work = job.run.dir.resolve() / WORK_DIR
+            process = p.Process(
+                f"torchrun: {hs.nproc_per_node} worker(s) per node x {hs.nnodes} node(s), "
+                "all in the one run directory",
+                torchrun_command(hs, work / JOB_FILE),
+                writes=[str(work / JOB_FILE), *writes, *([deepspeed] if deepspeed else [])],
+            )
+        else:
+            process = p.Process(
+                "transformers Trainer (this process)", ["Trainer.train()"], writes=writes
+            )
         return p.LaunchPlan(
             backend=self.name,
-            processes=[
-                p.Process(
-                    f"transformers Trainer ({devices} process(es))",
-                    ["transformers.Trainer.train()"],
-                    writes=[str(job.run.checkpoint_dir), str(job.run.dir / "model")],
-                )
-            ],
+            processes=[process],
             steps=p.StepPlan(
                 steps=batches.steps,
                 steps_per_epoch=n // cfg.batch_size,
@@ -107,7 +124,7 @@ class HfSftBackend:
                 engine_settings={
                     "max_steps": batches.steps,
                     "dataloader_drop_last": True,
-                    "deepspeed": cfg.sft.deepspeed,
+                    "deepspeed": deepspeed,
                     "zero_stage": stage,
                     "gradient_checkpointing": cfg.sft.gradient_checkpointing,
                 },
@@ -125,14 +142,22 @@ class HfSftBackend:
         )
 
     def train(self, job: TrainJob) -> Any:
-        from transformers import set_seed
-
         from aworld_rl_core.backends.plan import planned_result, planning_active
-        from aworld_rl_core.runs import RunResult
 
         if planning_active():
             return planned_result(self.plan(job), job)
+        from aworld_rl_core.backends.hf_sft_launch import hf_sft_section, launch
+
+        if hf_sft_section(job.trainer).uses_torchrun():
+            return launch(job)
+        return self.train_here(job)
+
+    def train_here(self, job: TrainJob) -> Any:
+        """Train in this process (a torchrun worker: one rank of the process group)."""
+        from transformers import set_seed
+
         from aworld_rl_core.backends.vision import has_images
+        from aworld_rl_core.runs import RunResult
 
         trainer_cfg = job.trainer
         check_batch_shape(trainer_cfg, rl=False)  # fail early; rows count once split
@@ -177,6 +202,16 @@ class HfSftBackend:
             outputs={"model": model_dir},
             checkpoints=checkpoints(job.run.checkpoint_dir),
         )
+
+
+def _full_logits(job: TrainJob) -> bool:
+    """Whether training materialises the vocabulary logits at every position: a token loss
+    does (it gets them all), a model-level loss unless registered ``full_logits=False``;
+    without a loss, ``supervised_loss`` computes them only where a label follows."""
+    loss = job_loss(job)
+    if loss is None:
+        return False
+    return loss.kind == "token" or loss.full_logits
 
 
 def supervised_loss(
@@ -328,14 +363,26 @@ def sft_plan(job: TrainJob, n_samples: int) -> Any:
 
 
 def training_args(job: TrainJob, n_samples: int) -> Any:
-    """transformers' ``TrainingArguments`` for the job (batches from ``plan_batches``)."""
+    """transformers' ``TrainingArguments`` for the job (batches from ``plan_batches``; the
+    DeepSpeed config of ``trainer.sft.deepspeed`` or ``trainer.hf-sft.zero_stage``)."""
+    import dataclasses
+
     import torch
     from transformers import TrainingArguments
+
+    from aworld_rl_core.backends.hf_sft_launch import deepspeed_file
 
     cfg = job.trainer
     plan = sft_plan(job, n_samples)
     cuda = torch.cuda.is_available()
+    names = {f.name for f in dataclasses.fields(TrainingArguments)}
+    checkpointing = (  # transformers >= 5.7 renamed it; LLaMA-Factory's 5.6 has the old name
+        "activation_checkpointing"
+        if "activation_checkpointing" in names
+        else "gradient_checkpointing"
+    )
     return TrainingArguments(
+        **{checkpointing: cfg.sft.gradient_checkpointing},
         output_dir=str(job.run.checkpoint_dir),
         per_device_train_batch_size=plan.micro_batch,
         per_device_eval_batch_size=plan.micro_batch,
@@ -345,8 +392,7 @@ def training_args(job: TrainJob, n_samples: int) -> Any:
         dataloader_drop_last=True,  # a partial last batch is dropped (batching's rule)
         weight_decay=cfg.weight_decay,
         max_grad_norm=cfg.max_grad_norm,
-        activation_checkpointing=cfg.sft.gradient_checkpointing,
-        deepspeed=cfg.sft.deepspeed,
+        deepspeed=deepspeed_file(job, write=True),
         lr_scheduler_type=cfg.sft.lr_scheduler,
         warmup_steps=cfg.sft.warmup_ratio,
         seed=cfg.seed,

@@ -127,6 +127,26 @@ class LaunchPlan:
         return "\n".join(lines)
 
 
+_PLANNED_FROM: dict[str, str] = {}
+"""A planned final model (not written: nothing trained) -> the model it is trained from, so a
+later stage's memory estimate knows its shape."""
+
+
+def remember_planned_model(planned: str | Path, source: str) -> None:
+    """Record that the planned model ``planned`` will be ``source`` fine-tuned (same shape)."""
+    _PLANNED_FROM[str(planned)] = shape_source(source)
+
+
+def shape_source(model: str) -> str:
+    """The model whose shape ``model`` has: itself, or for a planned (not yet written) final
+    model the model it is trained from."""
+    seen = set()
+    while model in _PLANNED_FROM and model not in seen:
+        seen.add(model)
+        model = _PLANNED_FROM[model]
+    return model
+
+
 def is_dry_run(trainer: Any) -> bool:
     """Whether a job on ``trainer`` only plans: ``--dry-run``, or the chosen backend's own
     ``dry_run`` setting (``trainer.verl.dry_run``)."""
@@ -140,6 +160,7 @@ def planned_result(plan: LaunchPlan, job: _Job) -> RunResult:
     from aworld_rl_core.runs import RunResult
 
     record_plan(plan)
+    remember_planned_model(plan.checkpoints.model, job.model.name_or_path)
     path = write_plans([plan], job.run.dir / PLAN_FILE)
     print(plan.describe())
     return RunResult(
@@ -157,11 +178,13 @@ def sft_memory(
     seq_len: int,
     zero3: bool,
     gradient_checkpointing: bool,
+    logits: bool = True,
 ) -> tuple[dict[str, float] | None, str]:
     """Core's SFT estimate for ``model`` (None and the reason when its shape is unknown)."""
     from aworld_rl_core.backends.memory import model_shape, sft_memory_per_gpu
     from aworld_rl_core.errors import ConfigError
 
+    model = shape_source(model)
     if model.startswith("tiny:"):
         return None, "memory: a tiny CPU test model (no estimate)"
     try:
@@ -175,6 +198,7 @@ def sft_memory(
         seq_len=seq_len,
         zero3=zero3,
         gradient_checkpointing=gradient_checkpointing,
+        logits=logits,
     )
     parts = {k.removesuffix("_gib"): v for k, v in est.items()}
     verdict = "fits" if parts["total"] <= DEFAULT_GPU_GIB else "does NOT fit"

@@ -16,10 +16,8 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from aworld_rl_core.atomic import write_atomic
-from aworld_rl_core.backends.plan import is_dry_run, planning_active
-from aworld_rl_core.backends.verl.config import VerlConfig
+from aworld_rl_core.backends.plan import is_dry_run
 from aworld_rl_core.engine import Limits
-from aworld_rl_core.trainer_config import section
 from aworld_rl_envtuning.curriculum import StageConfig
 from aworld_rl_envtuning.data import CATEGORIES, Split, easy_subset, records_for, training_rows
 
@@ -135,8 +133,6 @@ def run_stage(
     dry = is_dry_run(trainer)
     if dry or not run.quiet:
         print(_stage_line(index, count, stage, start, steps, len(rows), len(val_rows), trainer))
-    if dry and not planning_active():  # verl.dry_run (a plan prints its own estimate)
-        print(memory_note(cfg.model.name_or_path, trainer))
     try:
         result = get_trainer(trainer.backend)().train(
             TrainJob(
@@ -217,48 +213,12 @@ def _stage_line(
     n_val: int,
     trainer: Any,
 ) -> str:
-    t, verl = trainer, section(trainer, VerlConfig)
-    batch = f"batch {stage.batch_size} prompts x {t.rl.group_size} episodes"
-    if t.backend == "verl":
-        mini = verl.mini_batch_size or stage.batch_size
-        batch += f", mini-batch {mini} ({stage.batch_size // mini} policy update(s) per step)"
+    batch = f"batch {stage.batch_size} prompts x {trainer.rl.group_size} episodes"
     return (
         f"\n== stage {index + 1}/{count} {stage.name}: {stage.data} data ({n_rows} entries), "
         f"{stage.reward} reward, feedback: {stage.feedback}, {stage.prompt_style} prompt, "
         f"{batch}, response <= {stage.max_response_tokens} tokens, <= {steps} steps, "
         f"validation: {n_val} entries\n   starts from (and KL reference): {start}"
-    )
-
-
-def memory_note(model: str, trainer: Any) -> str:
-    """The per-GPU memory estimate of a verl stage launch (for models of known shape)."""
-    from aworld_rl_core.backends.memory import model_shape, rl_memory_per_gpu
-    from aworld_rl_core.errors import ConfigError
-
-    verl = section(trainer, VerlConfig)
-    try:
-        shape = model_shape(model)
-    except ConfigError as e:
-        return f"   {e}"
-    tokens = (
-        verl.max_tokens_per_gpu
-        if verl.dynamic_batch_size
-        else trainer.micro_batch_size * (verl.max_prompt_length + trainer.rl.max_response_tokens)
-    )
-    result = rl_memory_per_gpu(
-        shape,
-        gpus=verl.nnodes * verl.gpus_per_node,
-        gpu_gib=80.0,
-        tokens_per_gpu=tokens,
-        rollout_fraction=verl.gpu_memory_utilization,
-        tensor_parallel=verl.tensor_parallel,
-        fused_kernels=verl.fused_kernels,
-        param_offload=verl.param_offload,
-        optimizer_offload=verl.optimizer_offload,
-    )
-    return (
-        f"\n   memory per GPU ({model}, {verl.nnodes * verl.gpus_per_node} x 80 GiB, "
-        f"{tokens} tokens per micro-batch):\n{result.table()}\n"
     )
 
 

@@ -9,9 +9,7 @@ the paper's multi-GPU setting).
 from __future__ import annotations
 
 import dataclasses
-import json
 from dataclasses import dataclass
-from pathlib import Path
 from typing import Any, Literal
 
 from aworld_rl_core.backends.llamafactory.config import LlamaFactoryConfig
@@ -89,11 +87,6 @@ class SftRecipeConfig:
         factory=lambda: ModelConfig(name_or_path="Qwen/Qwen2.5-Coder-7B-Instruct"),
         help="base model (paper: Qwen2.5-Coder-7B-Instruct)",
     )
-    dry_run: bool = option(
-        False,
-        help="print the launch (LLaMA-Factory arguments, DeepSpeed config, command) and a "
-        "per-GPU memory estimate; train nothing",
-    )
     trainer: TrainerConfig = option(
         factory=paper_trainer,
         help="backend, loss (trainer.loss=funreason.srml, trainer.loss_options.alpha=0.7, "
@@ -113,6 +106,7 @@ def train_on_samples(
 ) -> RunResult:
     """SFT ``samples`` with ``cfg``'s loss and backend (``model`` overrides ``cfg.model``)."""
     from aworld_rl_core.backends.base import TrainJob
+    from aworld_rl_core.backends.plan import planning_active
     from aworld_rl_core.registry import get_trainer
 
     rows, skipped = sft_rows(samples, cfg.data)
@@ -122,7 +116,7 @@ def train_on_samples(
             "(set data.require_reasoning=false or refine with fcdr.generate_cot=true)"
         )
     overlong = 0
-    if cfg.data.overlong == "drop" and not cfg.dry_run:
+    if cfg.data.overlong == "drop" and not planning_active():  # a plan loads no tokenizer
         rows, overlong = drop_overlong(rows, model or cfg.model, cfg.trainer)
         if not rows:
             raise ValueError(
@@ -135,8 +129,6 @@ def train_on_samples(
         run=run,
         train_rows=rows,
     )
-    if cfg.dry_run:
-        return dry_run(job)
     result = get_trainer(cfg.trainer.backend)().train(job)
     metrics = {
         **result.metrics,
@@ -174,72 +166,6 @@ def with_deepspeed_path(trainer: TrainerConfig) -> TrainerConfig:
     if not lf.deepspeed:
         return trainer
     return with_section(trainer, dataclasses.replace(lf, deepspeed=str(resolve_path(lf.deepspeed))))
-
-
-def memory_estimate(job: Any) -> dict[str, float]:
-    """Per-GPU GiB of this job (core's ``backends.memory``): ZeRO-3 when its DeepSpeed config
-    says stage 3; LLaMA-Factory checkpoints activations unless told not to, hf-sft does not."""
-    from aworld_rl_core.backends.memory import model_shape, sft_memory_per_gpu
-
-    trainer = job.trainer
-    lf = section(trainer, LlamaFactoryConfig)
-    on_lf = trainer.backend == "llamafactory"
-    stage = 0
-    if on_lf and lf.deepspeed:
-        stage = json.loads(Path(lf.deepspeed).read_text(encoding="utf-8"))["zero_optimization"][
-            "stage"
-        ]
-    return sft_memory_per_gpu(
-        model_shape(job.model.name_or_path),
-        gpus=lf.nproc_per_node if on_lf else 1,
-        micro_batch=trainer.micro_batch_size,
-        seq_len=trainer.sft.max_length,
-        zero3=stage == 3,
-        gradient_checkpointing=on_lf
-        and not lf.extra_args.get("disable_gradient_checkpointing", False),
-    )
-
-
-def dry_run(job: Any) -> RunResult:
-    """Print and save (``launch.md``) what the job would launch, with the memory estimate."""
-    import yaml
-
-    from aworld_rl_core.backends.llamafactory.launch import build_train_args, command
-
-    trainer, run = job.trainer, job.run
-    lines = [f"# funreason.sft dry run ({trainer.backend})", ""]
-    if trainer.backend == "llamafactory":
-        lf = section(trainer, LlamaFactoryConfig)
-        args = build_train_args(
-            job, run.dir / "llamafactory" / "data", has_eval=False, resume_from=None, strict=False
-        )
-        cmd = command(lf.python or "python", lf.nproc_per_node, run.dir / "llamafactory/spec.json")
-        lines += ["## command", "", "    " + " ".join(map(str, cmd)), ""]
-        lines += [
-            "## LLaMA-Factory arguments",
-            "",
-            "```yaml",
-            yaml.safe_dump(args, sort_keys=False),
-            "```",
-        ]
-        if lf.deepspeed:
-            lines += [
-                "## DeepSpeed config",
-                "",
-                "```json",
-                Path(lf.deepspeed).read_text(encoding="utf-8"),
-                "```",
-            ]
-    memory = memory_estimate(job)
-    lines += ["## memory per GPU (estimate, GiB)", "", "| part | GiB |", "|---|---|"]
-    lines += [f"| {k.removesuffix('_gib')} | {v:.1f} |" for k, v in memory.items()]
-    text = "\n".join(lines) + "\n"
-    (run.dir / "launch.md").write_text(text, encoding="utf-8")
-    print(text)
-    return RunResult(
-        metrics={f"memory/{k}": v for k, v in memory.items()},
-        outputs={"launch": run.dir / "launch.md"},
-    )
 
 
 def run(cfg: SftRecipeConfig, run: Run) -> RunResult:

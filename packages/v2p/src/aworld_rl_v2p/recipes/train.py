@@ -1,16 +1,15 @@
-"""Recipe ``v2p.train``: V2P's two stages through core's hf-sft backend, and a launch dry run.
+"""Recipe ``v2p.train``: V2P's two stages through core's hf-sft backend.
 
 Stage ``warmup`` trains the action head and the new token rows (pointer loss only); stage
-``main`` trains everything (LM + pointer loss). ``launch.dry_run`` prints the multi-GPU launch
-(torchrun or accelerate, DeepSpeed ZeRO-3) and a per-GPU memory estimate, and writes
-``launch.sh`` and ``zero3.json`` into the run directory.
+``main`` trains everything (LM + pointer loss). The multi-GPU launch is hf-sft's own
+(``trainer.hf-sft.nproc_per_node`` / ``nnodes``: torchrun; ``zero_stage: 3``: DeepSpeed ZeRO-3;
+``trainer.sft.gradient_checkpointing``), and ``aworld-run v2p.train --dry-run`` prints its plan
+(the torchrun command, steps, per-GPU memory) like any recipe's.
 """
 
 from __future__ import annotations
 
 import dataclasses
-import json
-import shlex
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Literal
@@ -51,21 +50,6 @@ class TrainDataConfig:
     min_pixels: int = option(3136, help="smart-resize pixel floor")
 
 
-@dataclass(frozen=True, kw_only=True)
-class LaunchConfig:
-    """Multi-GPU launch (printed by the dry run)."""
-
-    dry_run: bool = option(False, help="print the launch and the memory estimate; train nothing")
-    launcher: Literal["torchrun", "accelerate"] = option("torchrun", help="process launcher")
-    nodes: int = option(1, help="machines", ge=1)
-    gpus_per_node: int = option(1, help="GPUs per machine", ge=1)
-    zero3: bool = option(True, help="DeepSpeed ZeRO-3 (params, grads and optimizer sharded)")
-    gradient_checkpointing: bool = option(True, help="recompute activations in backward")
-    seq_len: int = option(
-        7600, help="tokens per sample for the estimate (7,296 visual + text)", ge=1
-    )
-
-
 def _trainer() -> TrainerConfig:
     return TrainerConfig(
         backend="hf-sft",
@@ -91,84 +75,18 @@ class TrainConfig:
     loss: PointerLossOptions = option(
         factory=PointerLossOptions, help="v2p.pointer, the model-level loss (trainer.loss)"
     )
-    trainer: TrainerConfig = option(factory=_trainer, help="optimisation (hf-sft backend)")
-    launch: LaunchConfig = option(factory=LaunchConfig, help="multi-GPU launch")
-
-
-def zero3_config(cfg: TrainConfig) -> dict:
-    """DeepSpeed ZeRO-3 settings with the trainer's batch sizes ("auto": from the Trainer)."""
-    return {
-        "bf16": {"enabled": cfg.model.dtype == "bfloat16"},
-        "zero_optimization": {
-            "stage": 3,
-            "overlap_comm": True,
-            "contiguous_gradients": True,
-            "reduce_bucket_size": "auto",
-            "stage3_prefetch_bucket_size": "auto",
-            "stage3_param_persistence_threshold": "auto",
-            "stage3_gather_16bit_weights_on_model_save": True,
-        },
-        "gradient_accumulation_steps": "auto",
-        "gradient_clipping": "auto",
-        "train_micro_batch_size_per_gpu": "auto",
-        "train_batch_size": "auto",
-    }
-
-
-def launch_command(cfg: TrainConfig, config_path: str) -> str:
-    """The command each node runs (NODE_RANK, MASTER_ADDR from the cluster's environment)."""
-    gpus = cfg.launch.nodes * cfg.launch.gpus_per_node
-    if cfg.launch.launcher == "torchrun":
-        head = [
-            "torchrun",
-            f"--nnodes={cfg.launch.nodes}",
-            f"--nproc_per_node={cfg.launch.gpus_per_node}",
-            "--node_rank=$NODE_RANK",
-            "--master_addr=$MASTER_ADDR",
-            "--master_port=29500",
-            "-m",
-            "aworld_rl_core.cli",
-        ]
-    else:
-        head = [
-            "accelerate",
-            "launch",
-            f"--num_machines={cfg.launch.nodes}",
-            f"--num_processes={gpus}",
-            "--machine_rank=$NODE_RANK",
-            "--main_process_ip=$MASTER_ADDR",
-            "--main_process_port=29500",
-            "-m",
-            "aworld_rl_core.cli",
-        ]
-    tail = ["v2p.train", "--config", shlex.quote(config_path), "launch.dry_run=false"]
-    return " ".join(head + tail)
-
-
-def _shape(cfg: TrainConfig):
-    """core's shape of the base model: a known one, else counted on the loaded model (vision
-    tower included, the action head left out: ``memory_per_gpu`` adds it)."""
-    from aworld_rl_core.backends.memory import KNOWN_SHAPES, ModelShape
-
-    name = cfg.model.name_or_path
-    if name in KNOWN_SHAPES:
-        return KNOWN_SHAPES[name]
-    from aworld_rl_v2p.loading import load_v2p
-
-    model, _, _ = load_v2p(name, device="cpu")
-    text = model.config.text_config
-    params = sum(p.numel() for p in model.parameters()) - 8 * text.hidden_size**2
-    config = {
-        **text.to_dict(),
-        "tie_word_embeddings": getattr(model.config, "tie_word_embeddings", False),
-    }
-    return dataclasses.replace(ModelShape.from_config(config), params=float(params))
+    trainer: TrainerConfig = option(
+        factory=_trainer,
+        help="optimisation and launch (hf-sft backend; trainer.hf-sft.nproc_per_node / nnodes "
+        "/ zero_stage for several GPUs)",
+    )
 
 
 def run(cfg: TrainConfig, run: Run) -> RunResult:
-    gpus = cfg.launch.nodes * cfg.launch.gpus_per_node
-    check(cfg, gpus)
-    return _dry_run(cfg, run, gpus) if cfg.launch.dry_run else _train(cfg, run)
+    from aworld_rl_core.backends.hf_sft_launch import hf_sft_section
+
+    check(cfg, hf_sft_section(cfg.trainer).world_size)
+    return _train(cfg, run)
 
 
 def check(cfg: TrainConfig, gpus: int) -> None:
@@ -194,61 +112,6 @@ def check(cfg: TrainConfig, gpus: int) -> None:
         )
 
 
-def _dry_run(cfg: TrainConfig, run: Run, gpus: int) -> RunResult:
-    from aworld_rl_v2p.training import memory_per_gpu
-
-    shape = _shape(cfg)
-    memory = memory_per_gpu(
-        shape,
-        stage=cfg.stage,
-        gpus=gpus,
-        micro_batch=cfg.trainer.micro_batch_size,
-        seq_len=cfg.launch.seq_len,
-        zero3=cfg.launch.zero3,
-        gradient_checkpointing=cfg.launch.gradient_checkpointing,
-    )
-    (run.dir / "zero3.json").write_text(json.dumps(zero3_config(cfg), indent=2), encoding="utf-8")
-    command = launch_command(cfg, str(run.dir / "config.yaml"))
-    (run.dir / "launch.sh").write_text(
-        "#!/usr/bin/env bash\nset -euo pipefail\n" + command + "\n", encoding="utf-8"
-    )
-    accumulation = cfg.trainer.batch_size // (cfg.trainer.micro_batch_size * gpus)
-    table = "| per GPU | GiB |\n|---|---|\n" + "\n".join(
-        f"| {k.removesuffix('_gib')} | {v:.2f} |" for k, v in memory.items()
-    )
-    t = cfg.trainer
-    text = (
-        f"stage {cfg.stage}: {gpus} GPU(s) ({cfg.launch.nodes} x {cfg.launch.gpus_per_node}), "
-        f"global batch {t.batch_size} = micro {t.micro_batch_size} x {gpus} GPUs x "
-        f"{accumulation} accumulation, lr {t.learning_rate}, {t.sft.lr_scheduler}, "
-        f"warm-up {t.sft.warmup_ratio:.0%}\n\n```bash\n{command}\n```\n\n{table}\n"
-    )
-    print(text)
-    run.add_section("Launch (dry run)", text)
-    metrics = {"gpus": float(gpus), "accumulation": float(accumulation), **memory}
-    return RunResult(
-        metrics=metrics, outputs={"launch": run.dir / "launch.sh", "zero3": run.dir / "zero3.json"}
-    )
-
-
-def launch_trainer(cfg: TrainConfig, run: Run) -> TrainerConfig:
-    """The trainer the launch trains with: on several GPUs, ``launch.zero3`` and
-    ``launch.gradient_checkpointing`` go into hf-sft's job (``trainer.sft.deepspeed`` = the
-    ``zero3.json`` written into the run directory), so what trains is what the dry run's
-    estimate describes. One process (CPU, one GPU) keeps the trainer as configured."""
-    t = cfg.trainer
-    if cfg.launch.nodes * cfg.launch.gpus_per_node == 1:
-        return t
-    sft = t.sft
-    if cfg.launch.zero3 and not sft.deepspeed:
-        path = run.dir / "zero3.json"
-        path.write_text(json.dumps(zero3_config(cfg), indent=2), encoding="utf-8")
-        sft = dataclasses.replace(sft, deepspeed=str(path))
-    if cfg.launch.gradient_checkpointing:
-        sft = dataclasses.replace(sft, gradient_checkpointing=True)
-    return dataclasses.replace(t, sft=sft)
-
-
 def training_job(cfg: TrainConfig, run: Run):
     """core's hf-sft job: V2P records, this package's model factory and stage setup, and
     ``v2p.pointer`` with the ``loss`` section as its options."""
@@ -267,7 +130,7 @@ def training_job(cfg: TrainConfig, run: Run):
         )
     loss = stage_loss(cfg)
     pixels = {"max_pixels": cfg.data.max_pixels, "min_pixels": cfg.data.min_pixels}
-    t = launch_trainer(cfg, run)
+    t = cfg.trainer
     return TrainJob(
         model=cfg.model,
         trainer=dataclasses.replace(t, loss_options=dataclasses.asdict(loss)),
@@ -301,10 +164,26 @@ def training_samples(data: TrainDataConfig):
     for source in sources:
         if not source.path:
             raise ValueError("a data.sources entry has no path: give its AGUVIS JSON file")
-        found = read_aguvis(Path(source.path), images=source.images, skipped=skipped, whole=True)
+        found = read_aguvis(
+            packaged(source.path), images=source.images, skipped=skipped, whole=True
+        )
         whole, part = divmod(source.weight, 1.0)
         out += found * int(whole) + rng.sample(found, round(part * len(found)))
     return out, skipped
+
+
+def packaged(path: str) -> Path:
+    """``path``, or for ``package:rel/path`` the file shipped inside that installed package
+    (``aworld_rl_v2p:sample_data/data.json``: four rendered pages, eight targets)."""
+    import importlib.util
+    from importlib import resources
+
+    package, sep, rel = path.partition(":")
+    if sep and not Path(path).exists() and package.isidentifier():
+        if importlib.util.find_spec(package) is None:
+            raise FileNotFoundError(f"data path '{path}': no installed package '{package}'")
+        return Path(str(resources.files(package).joinpath(rel)))
+    return Path(path)
 
 
 def _train(cfg: TrainConfig, run: Run) -> RunResult:

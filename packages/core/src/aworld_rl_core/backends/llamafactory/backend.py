@@ -191,12 +191,15 @@ def _write_inputs(job: TrainJob, work: Path) -> _Inputs:
     )
     resume = job.trainer.resume or getattr(job.run, "resume", False)
     resume_from = latest_checkpoint(job.run.checkpoint_dir) if resume else None
+    from aworld_rl_core.backends.plan import planning_active
+
     args = build_train_args(
         job,
         data_dir,
         has_eval=counts["eval_samples"] > 0,
         resume_from=resume_from,
         n_samples=counts["train_samples"],
+        strict=not planning_active(),  # a plan on sample data counts a short epoch as 1 step
     )
     args_file = work / "train_args.yaml"
     args_file.write_text(yaml.safe_dump(args, sort_keys=False), encoding="utf-8")

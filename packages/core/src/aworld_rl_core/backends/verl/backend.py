@@ -140,6 +140,45 @@ def memory_estimate(model: str, trainer: Any, gpu_gib: float = 80.0) -> Any:
     )
 
 
+def engine_steps_of(launch: Launch, n_rows: int, batch_size: int) -> int:
+    """The steps verl runs for ``launch`` over ``n_rows`` prompts (``batching.engine_steps``
+    on the launch's own total_epochs and total_training_steps)."""
+    from aworld_rl_core.backends.batching import engine_steps
+
+    values = dict(o.lstrip("+").split("=", 1) for o in launch.overrides)
+    return engine_steps(
+        n_rows,
+        batch_size,
+        total_epochs=int(values["trainer.total_epochs"]),
+        total_training_steps=int(values["trainer.total_training_steps"]),
+    )
+
+
+def plan_memory(model: str, trainer: Any) -> tuple[dict[str, float] | None, str]:
+    """The plan's per-GPU GiB (training, rollout, total) and the note with the table (a tiny
+    CPU model or a model of unknown shape: None and why; a planned stage's model has the
+    shape of the model it is trained from)."""
+    from aworld_rl_core.backends.plan import shape_source
+
+    model = shape_source(model)
+    if model.startswith("tiny:"):
+        return None, "memory: a tiny CPU test model (no estimate)"
+    try:
+        est = memory_estimate(model, trainer)
+    except ConfigError as exc:
+        return None, f"memory: {exc}"
+    memory = {
+        "training": est.peak("training"),
+        "rollout": est.peak("rollout"),
+        "total": max(est.peak("training"), est.peak("rollout")),
+    }
+    verl = section(trainer, VerlConfig)
+    return memory, (
+        f"memory per GPU ({model}, {verl.nnodes * verl.gpus_per_node} x {est.gpu_gib:g} GiB, "
+        f"{tokens_per_gpu(trainer)} tokens per GPU per pass):\n{est.table()}"
+    )
+
+
 def tokens_per_gpu(trainer: Any) -> int:
     """Tokens in one actor forward pass per GPU: the dynamic batch's budget, else a
     micro-batch of full-length sequences."""
@@ -181,20 +220,7 @@ class VerlBackend:
             "verl drops prompts longer than trainer.verl.max_prompt_length before it counts "
             "batches (data.filter_overlong_prompts): the count assumes none is dropped"
         )
-        memory, note = None, ""
-        if job.model.name_or_path.startswith("tiny:"):
-            note = "memory: a tiny CPU test model (no estimate)"
-        else:
-            try:
-                est = memory_estimate(job.model.name_or_path, t)
-                memory = {
-                    "training": est.peak("training"),
-                    "rollout": est.peak("rollout"),
-                    "total": max(est.peak("training"), est.peak("rollout")),
-                }
-                note = f"memory ({tokens_per_gpu(t)} tokens per GPU per pass):\n{est.table()}"
-            except ConfigError as exc:
-                note = f"memory: {exc}"
+        memory, note = plan_memory(job.model.name_or_path, t)
         engine_pin = ROLLOUT_ENGINES[verl.rollout_engine][2].split(" ")[0]
         final = run.checkpoint_dir / f"global_step_{steps}"
         model = final / (HF_MODEL if verl.save_hf_model else "actor")
@@ -266,7 +292,21 @@ class VerlBackend:
         launch_file = self._save_launch(launch, run.dir)
         outputs = {"launch": launch_file, "data": launch.data_dir}
         if verl.dry_run:
+            from aworld_rl_core.backends.plan import remember_planned_model
+
             print(self.describe(launch))
+            print(plan_memory(job.model.name_or_path, job.trainer)[1])
+            from aworld_rl_core.backends.batching import plan_batches
+
+            # the last step's model (as verl counts; a recipe planning on sample data counts
+            # at least one step per epoch): a later stage's estimate takes this model's shape
+            n_rows, batch = len(job.train_rows), job.trainer.batch_size
+            for steps in {
+                engine_steps_of(launch, n_rows, batch),
+                plan_batches(job.trainer, n_rows=n_rows, rl=True, strict=False).steps,
+            }:
+                last = run.checkpoint_dir / f"global_step_{steps}" / HF_MODEL
+                remember_planned_model(last, job.model.name_or_path)
             if verl.resolve_config and verl_installed():
                 outputs["verl_config"] = self.resolve_config(launch, run.dir / CONFIG_FILE)
                 print(f"verl's resolved config: {outputs['verl_config']}")

@@ -1,0 +1,54 @@
+"""The ``--dry-run`` commands a package README shows, run as written (a test helper).
+
+A package's test finds every ``aworld-run ... --preset paper ... --dry-run`` line of its README
+(:func:`dry_run_commands`) and runs each with :func:`run_as_written`: the same words, through
+``aworld-run``'s ``main``, with ``AWORLD_RL_HOME`` pointing at a fresh folder; the run must
+complete and write ``plan.json`` holding at least one launch plan.
+"""
+
+from __future__ import annotations
+
+import itertools
+import json
+import re
+import shlex
+from pathlib import Path
+from typing import Any
+
+_COMMAND = re.compile(r"^\s*(aworld-run\s.*)$")
+
+
+def dry_run_commands(readme: Path, *, preset: str = "paper") -> list[list[str]]:
+    """The README's ``aworld-run`` command lines with ``--preset <preset>`` and ``--dry-run``,
+    split as a shell would (a trailing ``# comment`` dropped)."""
+    found = []
+    text = Path(readme).read_text(encoding="utf-8").replace("\\\n", " ")  # continuations
+    for line in text.splitlines():
+        match = _COMMAND.match(line)
+        if not match:
+            continue
+        words = shlex.split(match.group(1), comments=True)
+        pairs = list(itertools.pairwise(words))
+        if "--dry-run" in words and ("--preset", preset) in pairs:
+            found.append(words)
+    return found
+
+
+def run_as_written(words: list[str], home: Path) -> list[dict[str, Any]]:
+    """Run ``aworld-run <words[1:]>`` with ``AWORLD_RL_HOME=home`` (set by the caller, e.g.
+    the ``aworld_home`` fixture); the launch plans it wrote to ``plan.json``."""
+    from aworld_rl_core import cli
+
+    if words[0] != "aworld-run":
+        raise ValueError(f"not an aworld-run command: {shlex.join(words)}")
+    before = set(Path(home).glob("runs/*/*/plan.json"))
+    code = cli.main(words[1:])
+    if code != 0:
+        raise AssertionError(f"`{shlex.join(words)}` exited with {code}")
+    written = sorted(set(Path(home).glob("runs/*/*/plan.json")) - before)
+    if len(written) != 1:
+        raise AssertionError(f"`{shlex.join(words)}` wrote {len(written)} plan.json files")
+    plans = json.loads(written[0].read_text(encoding="utf-8"))["plans"]
+    if not plans:
+        raise AssertionError(f"`{shlex.join(words)}` wrote an empty plan.json")
+    return plans
