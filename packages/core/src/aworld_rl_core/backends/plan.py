@@ -31,6 +31,9 @@ class _Job(Protocol):
     @property
     def run(self) -> Run: ...
 
+    @property
+    def model(self) -> Any: ...
+
 
 COMMAND_WORDS = 6
 """Words of a command a printed plan shows (plan.json holds the whole command)."""
