@@ -109,7 +109,7 @@ def test_an_unknown_constraint_is_an_error_naming_the_choices():
 
 
 def test_generate_turns_hands_a_constrained_generator_its_sources():
-    from aworld_rl_core.backends.hf_generate import generate_turns
+    from aworld_rl_core.models.generate import generate_turns
     from aworld_rl_core.engine.episode import Turn
 
     seen = {}
