@@ -43,6 +43,25 @@ class _SearchThenAnswer:
         return out
 
 
+SMOKE_SIZE = (
+    # one small GRPO step: no warm start, world tokenizer or held-out points (the tiny-cpu
+    # preset's learning run takes minutes; the model given is used as it is)
+    "warm_start.steps=0",
+    "warm_start.world_tokenizer=false",
+    "data.heldout=0",
+    "data.validation=0",
+    "data.limit=2",
+    "trainer.max_steps=1",
+    "trainer.batch_size=1",
+    "trainer.micro_batch_size=2",
+    "trainer.rl.group_size=2",
+    "trainer.rl.max_turns=2",
+    "trainer.rl.max_new_tokens=8",
+    "env.max_search_turns=1",
+    "world.synthetic.questions=8",
+)
+
+
 def _masked_information(out: Path) -> dict[str, Any]:
     from aworld_rl_core.engine import ChatCodec, Limits, Rollout, run_batched
     from aworld_rl_core.models import tiny_tokenizer
@@ -91,6 +110,7 @@ def train(device: str, model: str | None, out: Path) -> dict[str, Any]:
         f"model.name_or_path={model or 'tiny:qwen3'}",
         f"model.dtype={'bfloat16' if device == 'cuda' else 'float32'}",
         f"env.retriever.device={'cuda' if device == 'cuda' else 'cpu'}",
+        *SMOKE_SIZE,
     ]
     cfg = load_config(entry.config_cls(), preset="tiny-cpu", presets=entry.presets,
                       overrides=overrides)  # fmt: skip
