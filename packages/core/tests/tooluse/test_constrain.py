@@ -109,8 +109,8 @@ def test_an_unknown_constraint_is_an_error_naming_the_choices():
 
 
 def test_generate_turns_hands_a_constrained_generator_its_sources():
-    from aworld_rl_core.models.generate import generate_turns
     from aworld_rl_core.engine.episode import Turn
+    from aworld_rl_core.models.generate import generate_turns
 
     seen = {}
 
