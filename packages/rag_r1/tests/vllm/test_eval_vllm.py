@@ -31,6 +31,7 @@ def test_eval_stops_at_search_and_continues_after_the_information(
         presets=entry.presets,
         overrides=[
             "world.encoder.name_or_path=hash",
+            "agent=llm",  # the preset plays the scripted searcher
             "llm.provider=openai",
             f"llm.base_url={vllm_server.base_url}",
             f"llm.model={vllm_server.model}",
