@@ -23,7 +23,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
 from aworld_rl_core.errors import AworldError
-from aworld_rl_core.llm.base import chat_many
+from aworld_rl_core.llm.base import ChatManyMixin
 from aworld_rl_core.llm.types import Completion, Message
 
 log = logging.getLogger(__name__)
@@ -41,7 +41,7 @@ class LLMErrorBudgetExceeded(LLMRunError):
     """More LLM calls failed than the run's ``max_error_rate`` allows."""
 
 
-class GuardedClient:
+class GuardedClient(ChatManyMixin):
     """Counts the calls and failures of ``client`` and runs its preflight once (module doc).
 
     ``client`` is any core LLM client; attributes it has and this class has not (``base_url``,
@@ -61,6 +61,7 @@ class GuardedClient:
             raise ValueError(f"max_error_rate must be in [0, 1], got {max_error_rate}")
         self.client = client
         self.model: str = client.model
+        self.concurrency = int(getattr(client, "concurrency", 32))
         self.name = name
         self.max_error_rate = max_error_rate
         self.preflight_enabled = preflight
@@ -77,10 +78,6 @@ class GuardedClient:
         if name == "client":  # not set yet (copy / unpickling)
             raise AttributeError(name)
         return getattr(self.client, name)
-
-    @property
-    def concurrency(self) -> int:
-        return int(getattr(self.client, "concurrency", 32))
 
     def request_key(
         self, messages: list[Message], tools: list[dict[str, Any]] | None, sampling: dict[str, Any]
@@ -138,28 +135,8 @@ class GuardedClient:
         self.error_kinds[kind] += 1
         self.first_errors.setdefault(kind, str(err)[:400])
 
-    async def chat_many(
-        self,
-        requests: Iterable[Any],
-        *,
-        concurrency: int | None = None,
-        return_exceptions: bool = False,
-    ) -> list[Any]:
-        return await chat_many(
-            self,
-            requests,
-            concurrency=concurrency or self.concurrency,
-            return_exceptions=return_exceptions,
-        )
-
     async def aclose(self) -> None:
         await self.client.aclose()
-
-    async def __aenter__(self) -> GuardedClient:
-        return self
-
-    async def __aexit__(self, *exc: object) -> None:
-        await self.aclose()
 
     def over_budget(self) -> bool:
         """Whether more than ``max_error_rate`` of the calls failed."""
