@@ -3,24 +3,15 @@ a fresh install (the packaged sample data) and writes ``plan.json`` (core's ``--
 
 from pathlib import Path
 
-import pytest
-
-from aworld_rl_core.testing.readme import dry_run_commands, run_as_written
-
-README = Path(__file__).parents[1] / "README.md"
-COMMANDS = dry_run_commands(README)
-EXPECTED = ["envtuning.curriculum"]
-BACKEND, PLANS = "verl", 4
+from aworld_rl_core.testing.readme import ReadmeDryRuns
 
 
-def test_the_readme_shows_the_paper_dry_runs():
-    assert sorted({words[1] for words in COMMANDS}) == EXPECTED
+class TestReadmeDryRuns(ReadmeDryRuns):
+    readme = Path(__file__).parents[1] / "README.md"
+    recipes = ["envtuning.curriculum"]
+    backend = "verl"
+    plans = 4
 
-
-@pytest.mark.parametrize("words", COMMANDS, ids=lambda words: words[1])
-def test_readme_dry_run_runs_as_written(words, aworld_home, capsys):
-    plans = run_as_written(words, aworld_home)
-    assert all(p["backend"] == BACKEND for p in plans) and len(plans) == PLANS
-    assert "launch plan(s) written to" in capsys.readouterr().out
-    # stages 2-4 start from the previous stage's planned model: its shape is the base's
-    assert all(p["memory_gib"] is not None for p in plans)
+    def check_plans(self, plans):
+        # stages 2-4 start from the previous stage's planned model: its shape is the base's
+        assert all(p["memory_gib"] is not None for p in plans)

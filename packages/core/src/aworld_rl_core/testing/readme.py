@@ -52,3 +52,33 @@ def run_as_written(words: list[str], home: Path) -> list[dict[str, Any]]:
     if not plans:
         raise AssertionError(f"`{shlex.join(words)}` wrote an empty plan.json")
     return plans
+
+
+class ReadmeDryRuns:
+    """A package's README dry runs, as tests: subclass it in the package's tests with
+    ``readme`` (the README's path), ``recipes`` (the recipes its paper dry runs name),
+    ``backend`` and ``plans`` (each run's backend and number of launch plans); override
+    :meth:`check_plans` for more."""
+
+    readme: Path
+    recipes: list[str]
+    backend: str
+    plans: int = 1
+
+    def check_plans(self, plans: list[dict[str, Any]]) -> None:
+        """More checks of one command's launch plans (none by default)."""
+
+    def test_the_readme_shows_the_paper_dry_runs(self) -> None:
+        """If this fails: the README's paper ``--dry-run`` lines name other recipes than
+        ``recipes``; update one or the other."""
+        commands = dry_run_commands(self.readme)
+        assert sorted({words[1] for words in commands}) == self.recipes
+
+    def test_readme_dry_runs_run_as_written(self, aworld_home: Path, capsys: Any) -> None:
+        """If this fails: a README dry-run command no longer runs as written on the packaged
+        samples (the message names it); fix the command, the preset or the backend's plan."""
+        for words in dry_run_commands(self.readme):
+            plans = run_as_written(words, aworld_home)
+            assert [p["backend"] for p in plans] == [self.backend] * self.plans, words
+            assert "launch plan(s) written to" in capsys.readouterr().out
+            self.check_plans(plans)
