@@ -12,6 +12,8 @@ nox -s template                      CI: a package made from the template instal
 
 from __future__ import annotations
 
+import functools
+import os
 import re
 import shutil
 from pathlib import Path
@@ -49,6 +51,10 @@ TYPED_DEPS = [
 ]
 OFFLINE = {"HF_HUB_OFFLINE": "1", "TRANSFORMERS_OFFLINE": "1", "TOKENIZERS_PARALLELISM": "false"}
 
+# .ci/run sets this: a CI machine's disk may not hold every session's venv at once (about 2 GB
+# each with torch; 24 GB in all), so each session's venv goes when the session ends.
+DISCARD_VENVS = os.environ.get("AWORLD_NOX_DISCARD_VENVS") == "1"
+
 nox.options.default_venv_backend = "virtualenv"
 nox.options.reuse_venv = "yes"
 nox.options.sessions = [
@@ -60,6 +66,21 @@ nox.options.sessions = [
     "tests_llamafactory",
     "bfcl_official",
 ]
+
+
+def _venv_discarded(func):  # type: ignore[no-untyped-def]
+    """With ``DISCARD_VENVS``, the session's venv (its tmp folder included) is removed when the
+    session ends, passed or failed."""
+
+    @functools.wraps(func)
+    def run(session: nox.Session, **kwargs: str) -> None:
+        try:
+            func(session, **kwargs)
+        finally:
+            if DISCARD_VENVS and isinstance(session.virtualenv.location, str):
+                shutil.rmtree(session.virtualenv.location, ignore_errors=True)
+
+    return run
 
 
 def _needs_bfcl(package: str) -> bool:
@@ -91,6 +112,7 @@ def _install_package(session: nox.Session, package: str) -> None:
 
 @nox.session
 @nox.parametrize("package", PACKAGES)
+@_venv_discarded
 def tests(session: nox.Session, package: str) -> None:
     """CPU tests of one package, in its own venv (slow tests with `-- --runslow`)."""
     _install_package(session, package)
@@ -106,6 +128,7 @@ def tests(session: nox.Session, package: str) -> None:
 
 
 @nox.session
+@_venv_discarded
 def tests_verl(session: nox.Session) -> None:
     """verl's CPU tests, in a venv with verl[verl-core] (GPU runs are separate): core's, and
     every package's ``tests/verl`` (the package installed with its ``test-verl`` extra)."""
@@ -129,6 +152,7 @@ def tests_verl(session: nox.Session) -> None:
 
 
 @nox.session
+@_venv_discarded
 def tests_llamafactory(session: nox.Session) -> None:
     """The LLaMA-Factory backend's tests in its own venv (its pins conflict with TRL's)."""
     session.install(TORCH)
@@ -149,6 +173,7 @@ def tests_llamafactory(session: nox.Session) -> None:
 
 
 @nox.session(default=False)
+@_venv_discarded
 def tests_vllm(session: nox.Session) -> None:
     """Every OpenAI-compatible path against vLLM's own server on CPU, in its own venv: core's
     ``tests/vllm`` and each package's (a session-wide fixture serves a random tiny Qwen3)."""
@@ -183,6 +208,7 @@ def tests_vllm(session: nox.Session) -> None:
 
 
 @nox.session
+@_venv_discarded
 def typecheck(session: nox.Session) -> None:
     """mypy over every package's src/ (configured in the root pyproject.toml)."""
     session.install(MYPY, *TYPED_DEPS)
@@ -191,6 +217,7 @@ def typecheck(session: nox.Session) -> None:
 
 
 @nox.session
+@_venv_discarded
 def lint(session: nox.Session) -> None:
     """ruff check and format check over the whole repository."""
     session.install("ruff==0.17.6")  # the version the tree is formatted with
@@ -199,6 +226,7 @@ def lint(session: nox.Session) -> None:
 
 
 @nox.session(default=False)
+@_venv_discarded
 def benchmarks(session: nox.Session) -> None:
     """Run a package's benchmarks/*.py: `nox -s benchmarks -- core`."""
     package = session.posargs[0] if session.posargs else "core"
@@ -208,6 +236,7 @@ def benchmarks(session: nox.Session) -> None:
 
 
 @nox.session(default=False)
+@_venv_discarded
 def quickstart(session: nox.Session) -> None:
     """The README's main job: EnvTuning's tiny-cpu curriculum (4 stages) and its evaluation."""
     session.install(TORCH)
@@ -225,6 +254,7 @@ def quickstart(session: nox.Session) -> None:
 
 
 @nox.session
+@_venv_discarded
 def bfcl_official(session: nox.Session) -> None:
     """`bfcl evaluate` (bfcl-eval with every dependency, its own venv) scores the result files of
     envtuning.eval's, funreason.eval's and funreason_mt.eval's ground-truth presets, and of
@@ -285,6 +315,7 @@ def new_package(session: nox.Session) -> None:
 
 
 @nox.session
+@_venv_discarded
 def template(session: nox.Session) -> None:
     """What `nox -s new_package -- NAME` yields installs and passes its tests (its tiny-cpu GRPO
     run included; `-- --runslow` adds the run that checks the reward rises)."""
