@@ -71,12 +71,12 @@ def evaluate(
     model_path: str, rows: list[dict[str, Any]], args: argparse.Namespace
 ) -> dict[str, float]:
     """Greedy episodes of ``rows``: accuracy (every turn passes core's judge), format rate,
-    mean share of turns passed."""
+    mean share of turns passed; then :func:`teacher_forced` on their ground truth."""
     from aworld_rl_core.backends.trl_trainer import EpisodeRollout
     from aworld_rl_core.engine import ChatCodec, Limits
     from aworld_rl_core.models import load_model_and_tokenizer
     from aworld_rl_core.models.config import ModelConfig
-    from aworld_rl_funreason.world import environment
+    from aworld_rl_funreason.world import environment, records
 
     model, tokenizer = load_model_and_tokenizer(ModelConfig(name_or_path=model_path))
     model.eval()
@@ -89,7 +89,9 @@ def evaluate(
         episodes += rollout.play(model, tokenizer, rows[start : start + args.eval_batch])
     finished = [e.info if e.done and "valid" in e.info else None for e in episodes]
     n = len(episodes)
+    gold = teacher_forced(model, tokenizer, records([r["id"] for r in rows]))
     return {
+        **gold,
         "accuracy": sum(bool(i and i["valid"]) for i in finished) / n,
         "format_ok": sum(bool(i and not i["format_errors"]) for i in finished) / n,
         "turns_passed": sum(
@@ -101,17 +103,62 @@ def evaluate(
     }
 
 
-def spread(values: list[float]) -> str:
+def teacher_forced(model: Any, tokenizer: Any, gold: list[dict[str, Any]]) -> dict[str, float]:
+    """On the held-out entries' ground truth (FunReason's format): the mean token NLL of the
+    reasoning and of the rest of each reply (the calls, the replies), and the share of those
+    call tokens the model predicts (argmax)."""
+    import torch
+
+    from aworld_rl_core.backends.sft_data import build_samples
+
+    samples, _ = build_samples(gold, tokenizer, max_length=4096, per_turn=False)
+    sums = {"think": [0.0, 0], "call": [0.0, 0]}
+    hits = 0
+    with torch.no_grad():
+        for sample in samples:
+            ids = torch.tensor([sample.input_ids])
+            logits = model(input_ids=ids).logits[0, :-1].float()
+            labels = torch.tensor(sample.labels[1:])
+            think = torch.tensor(sample.segments["think"][1:]).bool()
+            valid = labels >= 0
+            nll = torch.nn.functional.cross_entropy(logits, labels.clamp(min=0), reduction="none")
+            for part, mask in (("think", valid & think), ("call", valid & ~think)):
+                sums[part][0] += float(nll[mask].sum())
+                sums[part][1] += int(mask.sum())
+            hits += int((logits.argmax(-1) == labels)[valid & ~think].sum())
+    return {
+        "think_nll": sums["think"][0] / max(sums["think"][1], 1),
+        "call_nll": sums["call"][0] / max(sums["call"][1], 1),
+        "call_token_acc": hits / max(sums["call"][1], 1),
+    }
+
+
+def spread(values: list[float], *, percent: bool = True) -> str:
+    """Mean ± sample standard deviation (min-max) over seeds."""
+    scale, digits = (100, 1) if percent else (1, 3)
     if len(values) == 1:
-        return f"{100 * values[0]:.1f}"
+        return f"{scale * values[0]:.{digits}f}"
     mean, sd = statistics.mean(values), statistics.stdev(values)
-    return f"{100 * mean:.1f} ± {100 * sd:.1f} ({100 * min(values):.1f}-{100 * max(values):.1f})"
+    low, high = scale * min(values), scale * max(values)
+    return (
+        f"{scale * mean:.{digits}f} ± {scale * sd:.{digits}f} ({low:.{digits}f}-{high:.{digits}f})"
+    )
+
+
+COLUMNS = {
+    "accuracy": "accuracy %",
+    "format_ok": "format ok %",
+    "turns_passed": "turns passed %",
+    "call_token_acc": "call tokens right (teacher-forced) %",
+    "call_nll": "call NLL",
+    "think_nll": "reasoning NLL",
+}
 
 
 def table(runs: list[dict[str, Any]]) -> str:
     lines = [
-        "| loss | entries | accuracy % | format ok % | turns passed % |",
-        "|---|---|---|---|---|",
+        "| loss | group | entries | " + " | ".join(COLUMNS.values()) + " |",
+        "|---" * (len(COLUMNS) + 3) + "|",
     ]
     for group, label in GROUPS.items():
         for loss in LOSSES:
@@ -119,12 +166,41 @@ def table(runs: list[dict[str, Any]]) -> str:
             if not mine:
                 continue
             cells = [
-                spread([m[k] for m in mine]) for k in ("accuracy", "format_ok", "turns_passed")
+                spread([m[k] for m in mine], percent=k not in ("call_nll", "think_nll"))
+                for k in COLUMNS
             ]
             lines.append(
-                f"| {loss} on {label} | {int(mine[0]['entries'])} | " + " | ".join(cells) + " |"
+                f"| {loss} | {label} | {int(mine[0]['entries'])} | " + " | ".join(cells) + " |"
             )
     return "\n".join(lines)
+
+
+def one(args: argparse.Namespace, loss: str, seed: int) -> dict[str, Any]:
+    """Train with ``loss`` at ``seed``, evaluate on both held-out groups."""
+    import torch
+
+    from aworld_rl_funreason.world import eval_rows, sft_rows
+
+    torch.set_num_threads(args.threads)
+    rows = sft_rows(limit=args.train_entries)
+    began = time.perf_counter()
+    path, metrics = train(args, rows, loss, seed, args.out)
+    trained = time.perf_counter() - began
+    run: dict[str, Any] = {"loss": loss, "seed": seed, "train_s": trained}
+    run["train_loss"] = metrics.get("train_loss")
+    for group in GROUPS:
+        templates = "held_out" if group == "held_out_templates" else "seen"
+        run[group] = evaluate(path, eval_rows(templates=templates, limit=args.eval_entries), args)
+    run["wall_s"] = time.perf_counter() - began
+    (args.out / f"{loss}-seed{seed}" / "result.json").write_text(json.dumps(run, indent=2))
+    print(
+        f"seed {seed} {loss}: held-out templates "
+        f"{100 * run['held_out_templates']['accuracy']:.1f}%, held-out slots "
+        f"{100 * run['held_out_slots']['accuracy']:.1f}% "
+        f"(train {trained:.0f} s, all {run['wall_s']:.0f} s)",
+        flush=True,
+    )
+    return run
 
 
 def main() -> None:
@@ -132,7 +208,7 @@ def main() -> None:
     ap.add_argument("--seeds", type=int, nargs="+", default=[0, 1, 2])
     ap.add_argument("--losses", nargs="+", choices=LOSSES, default=list(LOSSES))
     ap.add_argument("--model", default="tiny:qwen2:hidden=128,window=64,vocab=1024")
-    ap.add_argument("--steps", type=int, default=300, help="optimizer steps (both losses)")
+    ap.add_argument("--steps", type=int, default=200, help="optimizer steps (both losses)")
     ap.add_argument("--batch", type=int, default=4, help="samples (whole episodes) per step")
     ap.add_argument("--lr", type=float, default=5e-3, help="constant learning rate")
     ap.add_argument("--alpha", type=float, default=0.7, help="SRML's alpha (v1: fixed 0.7)")
@@ -143,8 +219,14 @@ def main() -> None:
     ap.add_argument("--eval-batch", type=int, default=48, help="episodes generated together")
     ap.add_argument("--max-turns", type=int, default=8, help="model replies per episode")
     ap.add_argument("--max-new-tokens", type=int, default=128, help="tokens per reply")
-    ap.add_argument("--threads", type=int, default=1, help="torch threads")
+    ap.add_argument("--threads", type=int, default=1, help="torch threads per run")
+    ap.add_argument("--parallel", type=int, default=1, help="runs at a time (processes)")
     ap.add_argument("--out", type=Path, default=Path("srml-world"))
+    ap.add_argument(
+        "--table-only",
+        action="store_true",
+        help="no training: the table of the runs already under --out (their result.json)",
+    )
     args = parse_args(
         ap,
         short={
@@ -158,11 +240,12 @@ def main() -> None:
             "model": "tiny:qwen2:hidden=64,vocab=1024",
         },
     )
-    import torch
-
     from aworld_rl_funreason.world import eval_rows, sft_rows
 
-    torch.set_num_threads(args.threads)
+    if args.table_only:
+        done = sorted(args.out.glob("*-seed*/result.json"))
+        print(table([json.loads(p.read_text()) for p in done]))
+        return
     args.out.mkdir(parents=True, exist_ok=True)
     rows = sft_rows(limit=args.train_entries)
     groups = {
@@ -173,25 +256,16 @@ def main() -> None:
         f"{len(rows)} training entries (training templates), held out: "
         + ", ".join(f"{len(v)} {GROUPS[k]}" for k, v in groups.items())
     )
-    runs = []
-    for seed in args.seeds:
-        for loss in args.losses:
-            began = time.perf_counter()
-            path, metrics = train(args, rows, loss, seed, args.out)
-            trained = time.perf_counter() - began
-            run: dict[str, Any] = {"loss": loss, "seed": seed, "train_s": trained}
-            run["train_loss"] = metrics.get("train_loss")
-            for group, group_rows in groups.items():
-                run[group] = evaluate(path, group_rows, args)
-            run["wall_s"] = time.perf_counter() - began
-            runs.append(run)
-            print(
-                f"seed {seed} {loss}: held-out templates "
-                f"{100 * run['held_out_templates']['accuracy']:.1f}%, held-out slots "
-                f"{100 * run['held_out_slots']['accuracy']:.1f}% "
-                f"(train {trained:.0f} s, all {run['wall_s']:.0f} s)",
-                flush=True,
-            )
+    jobs = [(loss, seed) for seed in args.seeds for loss in args.losses]
+    if args.parallel > 1:
+        import multiprocessing
+        from concurrent.futures import ProcessPoolExecutor
+
+        context = multiprocessing.get_context("spawn")
+        with ProcessPoolExecutor(args.parallel, mp_context=context) as pool:
+            runs = list(pool.map(one, [args] * len(jobs), *zip(*jobs, strict=True)))
+    else:
+        runs = [one(args, loss, seed) for loss, seed in jobs]
     settings = {
         k: v if not isinstance(v, Path) else str(v) for k, v in vars(args).items() if k != "out"
     }

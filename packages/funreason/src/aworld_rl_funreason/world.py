@@ -172,15 +172,12 @@ def split_ids(part: str, seed: int = 0, *, templates: str = "all") -> list[str]:
 
 
 @functools.lru_cache(maxsize=8)
-def _sft_rows(seed: int, limit: int | None) -> tuple[str, ...]:
-    ids = split_ids("train", seed)
-    if limit is not None:
-        ids = ids[:limit]
+def _records(ids: tuple[str, ...]) -> tuple[str, ...]:
+    from aworld_rl_core.tooluse.microworld import bfcl_entry
+
     out = []
     for entry_id in ids:
         row = _row(entry_id)
-        from aworld_rl_core.tooluse.microworld import bfcl_entry
-
         messages, step = play(row, [t for turn in replies(bfcl_entry(entry_id)) for t in turn])
         if step is None or not step.done or step.reward != 1.0:
             raise RuntimeError(
@@ -197,10 +194,17 @@ def _sft_rows(seed: int, limit: int | None) -> tuple[str, ...]:
     return tuple(out)
 
 
+def records(ids: Sequence[str]) -> list[dict[str, Any]]:
+    """Core record dicts (``id``, ``messages``, ``metadata``) of the entries ``ids``: each
+    one's ground truth played in FunReason's format (checked to pass core's judge)."""
+    return [json.loads(r) for r in _records(tuple(ids))]
+
+
 def sft_rows(seed: int = 0, limit: int | None = None) -> list[dict[str, Any]]:
-    """SFT records (core record dicts: ``id``, ``messages``, ``metadata``) of the training part
-    of the micro-world split ``seed`` (training templates only), first ``limit`` entries."""
-    return [json.loads(r) for r in _sft_rows(seed, limit)]
+    """SFT records (:func:`records`) of the training part of the micro-world split ``seed``
+    (training templates only), first ``limit`` entries."""
+    ids = split_ids("train", seed)
+    return records(ids if limit is None else ids[:limit])
 
 
 def eval_rows(
