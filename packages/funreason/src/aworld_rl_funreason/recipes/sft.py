@@ -105,16 +105,34 @@ def train_on_samples(
     samples: list[FcSample], cfg: SftRecipeConfig, run: Run, *, model: ModelConfig | None = None
 ) -> RunResult:
     """SFT ``samples`` with ``cfg``'s loss and backend (``model`` overrides ``cfg.model``)."""
-    from aworld_rl_core.backends.base import TrainJob
-    from aworld_rl_core.backends.plan import planning_active
-    from aworld_rl_core.registry import get_trainer
-
     rows, skipped = sft_rows(samples, cfg.data)
     if not rows:
         raise ValueError(
             f"no training rows: {len(samples)} samples, {skipped} without reasoning "
             "(set data.require_reasoning=false or refine with fcdr.generate_cot=true)"
         )
+    result = train_on_rows(rows, cfg, run, model=model)
+    return RunResult(
+        metrics={**result.metrics, "skipped_no_reasoning": float(skipped)},
+        outputs=dict(result.outputs),
+        checkpoints=list(result.checkpoints),
+    )
+
+
+def train_on_rows(
+    rows: list[dict[str, Any]],
+    cfg: SftRecipeConfig,
+    run: Run,
+    *,
+    model: ModelConfig | None = None,
+) -> RunResult:
+    """SFT on core record dicts (``messages``: one or more assistant replies, each
+    ``<think>...</think>`` then the answer) with ``cfg``'s loss and backend; ``cfg.data.overlong``
+    applies (``model`` overrides ``cfg.model``)."""
+    from aworld_rl_core.backends.base import TrainJob
+    from aworld_rl_core.backends.plan import planning_active
+    from aworld_rl_core.registry import get_trainer
+
     overlong = 0
     if cfg.data.overlong == "drop" and not planning_active():  # a plan loads no tokenizer
         rows, overlong = drop_overlong(rows, model or cfg.model, cfg.trainer)
@@ -133,7 +151,6 @@ def train_on_samples(
     metrics = {
         **result.metrics,
         "sft_rows": float(len(rows)),
-        "skipped_no_reasoning": float(skipped),
         "dropped_overlong": float(overlong),
     }
     return RunResult(
