@@ -233,6 +233,7 @@ class EnvGRPOTrainer(AtomicCheckpoints, GRPOTrainer):
         self.episode_rollout = rollout
         self.constraint: tuple[Any, Any] | None = None  # (index, table) of the current batch
         self._support: Any = None  # the index rows of the micro-batch being scored
+        self._generating = False
         with warnings.catch_warnings():  # we use the experimental hook knowingly (TRL pinned)
             warnings.filterwarnings("ignore", "You are using 'rollout_func'", UserWarning)
             super().__init__(rollout_func=rollout, **kwargs)
@@ -240,10 +241,11 @@ class EnvGRPOTrainer(AtomicCheckpoints, GRPOTrainer):
     def _generate_and_score_completions(self, inputs: list[dict[str, Any]]) -> dict[str, Any]:
         self.episode_rollout.bind(inputs)
         self.constraint = None
+        self._generating = True  # the whole batch is scored (reference, old policy)
         try:
             output = super()._generate_and_score_completions(inputs)
         finally:
-            self._support = None
+            self._generating = False
         if self.constraint is not None:
             index = self.constraint[0]
             width = output["completion_ids"].shape[1]
@@ -272,7 +274,7 @@ class EnvGRPOTrainer(AtomicCheckpoints, GRPOTrainer):
         **kwargs: Any,
     ) -> tuple[Any, Any, Any]:
         index = self._support
-        if index is None and self.constraint is not None:
+        if index is None and self._generating and self.constraint is not None:
             index = self.constraint[0]  # scoring the whole batch while it is generated
         if index is None or self.constraint is None or any(v is not None for v in kwargs.values()):
             return super()._get_per_token_logps_and_entropies(
@@ -284,6 +286,11 @@ class EnvGRPOTrainer(AtomicCheckpoints, GRPOTrainer):
                 compute_entropy,
                 compute_aux_loss,
                 **kwargs,
+            )
+        if index.shape[0] != input_ids.shape[0]:
+            raise RuntimeError(
+                f"constraint supports for {index.shape[0]} completions, scoring "
+                f"{input_ids.shape[0]}: the batch was split without its {SUPPORT!r} rows"
             )
         return constrained_logps(
             model,
