@@ -212,3 +212,83 @@ def test_verl_refuses_the_constraint_it_cannot_apply():
     )
     with pytest.raises(ConfigError, match="call_constraint='copy' is a decoding aid"):
         build_overrides(ModelConfig(name_or_path="/m"), cfg, paths, n_rows=8, uses_env=True)
+
+
+def test_supports_replay_the_constraint_on_each_model_turn(world_tokenizer_1024):
+    """The support GRPO trains on is the one each turn was sampled under: inside a value, the
+    copyable words' tokens (the request's for turn 1, the tool result's too for turn 2);
+    outside a call, free (-1)."""
+    pytest.importorskip("trl")
+    from aworld_rl_core.backends.trl_trainer import supports
+    from aworld_rl_core.engine.episode import Episode
+
+    tok = world_tokenizer_1024
+    first = CALL + ' "kitchen", "degrees": 21}}]</tool_call>'
+    second = CALL + ' "hall", "degrees": 23}}]</tool_call>'
+    observation = {"role": "tool", "content": "hall has 23"}
+    one, env, two = tok.encode(first), tok.encode(" 23 hall"), tok.encode(second)
+    episode = Episode(
+        messages=[
+            SYSTEM,
+            USER,
+            {"role": "assistant", "content": first},
+            observation,
+            {"role": "assistant", "content": second},
+        ],
+        prompt_messages=[SYSTEM, USER],
+        completion_ids=[*one, *env, *two],
+        loss_mask=[1] * len(one) + [0] * len(env) + [1] * len(two),
+    )
+    index, table = supports([episode], tok, len(tok))
+    assert index.shape == (1, len(one) + len(env) + len(two))
+
+    def support_at(turn_start, ids, text_before):
+        at = turn_start + len(tok.encode(text_before))
+        assert tok.decode(ids[: at - turn_start]) == text_before  # a token boundary
+        row = int(index[0, at])
+        return row, {tok.decode([i]) for i in table[row].nonzero().flatten().tolist()}
+
+    assert int(index[0, 0]) == -1  # <think>: free
+    assert all(int(i) == -1 for i in index[0, len(one) : len(one) + len(env)])  # not the model's
+    _, words = support_at(0, one, CALL + ' "')
+    assert any("kitchen".startswith(w) for w in words) and not any(
+        w and "hall".startswith(w) and not "kitchen".startswith(w) for w in words
+    )
+    _, later = support_at(len(one) + len(env), two, CALL + ' "')
+    assert any(w and "hall".startswith(w) for w in later)  # the tool result is a source now
+    _, number = support_at(0, one, CALL + ' "kitchen", "degrees": ')
+    assert any(w.strip() and "21".startswith(w.strip()) for w in number)
+    assert not any(w.strip() and "kitchen".startswith(w.strip()) for w in number)  # an integer
+
+
+def test_constrained_logps_renormalise_over_the_support():
+    """Hand-computed: uniform logits over 4 tokens; where the support is {1, 2}, the sampled
+    token's log-probability is log 1/2 and the entropy log 2, elsewhere log 1/4 and log 4."""
+    import math
+
+    torch = pytest.importorskip("torch")
+    pytest.importorskip("trl")
+    from aworld_rl_core.backends.trl_trainer import constrained_logps
+
+    class Uniform(torch.nn.Module):
+        def forward(self, input_ids, attention_mask):
+            return type("Out", (), {"logits": torch.zeros(*input_ids.shape, 4)})()
+
+    input_ids = torch.tensor([[3, 0, 1, 2], [3, 1, 0, 2]])  # prompt token 3, completion of 3
+    index = torch.tensor([[-1, 0, -1], [0, -1, 0]])
+    table = torch.tensor([[False, True, True, False]])
+    logps, entropy, _ = constrained_logps(
+        Uniform(),
+        input_ids,
+        torch.ones_like(input_ids),
+        3,
+        index,
+        table,
+        batch_size=1,
+        compute_entropy=True,
+    )
+    half, quarter = math.log(0.5), math.log(0.25)
+    assert torch.allclose(logps, torch.tensor([[quarter, half, quarter], [half, quarter, half]]))
+    assert torch.allclose(
+        entropy, torch.tensor([[-quarter, -half, -quarter], [-half, -quarter, -half]])
+    )

@@ -6,12 +6,14 @@ inside ``train``.
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import math
 import warnings
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
+import torch
 from transformers import TrainerCallback
 from trl import GRPOTrainer
 
@@ -124,6 +126,9 @@ class EpisodeRollout:
         model = trainer.accelerator.unwrap_model(trainer.model)
         episodes = self.play(model, trainer.processing_class, rows)
         _log_episode_metrics(trainer, episodes)
+        if self.call_constraint != "none" and isinstance(trainer, EnvGRPOTrainer):
+            vocab = int(model.get_output_embeddings().weight.shape[0])
+            trainer.constraint = supports(episodes, trainer.processing_class, vocab)
         logprobs = [e.logprobs for e in episodes]
         return {
             "prompt_ids": [e.prompt_ids for e in episodes],
@@ -155,22 +160,195 @@ def _log_episode_metrics(trainer: GRPOTrainer, episodes: Sequence[Episode]) -> N
         trainer._log_metric(name, sum(got) / len(got))
 
 
+SUPPORT = "constraint_support"
+"""Batch key (``call_constraint`` on): per completion position, the row of the batch's support
+table that holds the tokens the constraint allowed there (-1: every token)."""
+
+
+def supports(episodes: Sequence[Episode], tokenizer: Any, vocab: int) -> tuple[Any, Any]:
+    """The constrained policy's support at every completion position of ``episodes``:
+    ``(index, table)``, ``index[b, t]`` the row of the boolean ``table`` (rows x ``vocab``)
+    allowed before completion token ``t`` of episode ``b`` (-1: unconstrained; padded to the
+    longest completion). The copy constraint is replayed on each model turn (a run of
+    ``loss_mask`` 1 tokens) with the sources and tool list it had when the turn was generated
+    (the messages before the turn's assistant message)."""
+    import torch
+
+    from aworld_rl_core.tooluse.constrain import CopyConstraint, message_sources, schemas
+
+    width = max((len(e.completion_ids) for e in episodes), default=0)
+    index = torch.full((len(episodes), max(width, 1)), -1, dtype=torch.long)
+    rows: dict[tuple[int, ...], int] = {}
+    for b, episode in enumerate(episodes):
+        turns = _model_turns(episode.loss_mask)
+        starts = [
+            i
+            for i, m in enumerate(episode.messages)
+            if i >= len(episode.prompt_messages) and m.get("role") == "assistant"
+        ]
+        for (begin, end), at in zip(turns, starts, strict=False):
+            before = episode.messages[:at]
+            rule = CopyConstraint(
+                tokenizer, [message_sources(before)], 0, [schemas(before, episode.tools)]
+            )
+            ids = episode.completion_ids[begin:end]
+            for offset, allowed in enumerate(rule.replay(0, ids, vocab)):
+                if allowed is None:
+                    continue
+                # the sampled token is in the support by construction; a replay that disagrees
+                # must not turn its log-probability into -inf
+                key = tuple(sorted({*allowed, ids[offset]}))
+                index[b, begin + offset] = rows.setdefault(key, len(rows))
+    table = torch.zeros((max(len(rows), 1), vocab), dtype=torch.bool)
+    for key, row in rows.items():
+        table[row, list(key)] = True
+    return index, table
+
+
+def _model_turns(loss_mask: Sequence[int]) -> list[tuple[int, int]]:
+    """``(begin, end)`` of each run of 1s: the model turns of an episode's completion."""
+    runs, begin = [], None
+    for i, m in enumerate([*loss_mask, 0]):
+        if m and begin is None:
+            begin = i
+        elif not m and begin is not None:
+            runs.append((begin, i))
+            begin = None
+    return runs
+
+
 class EnvGRPOTrainer(AtomicCheckpoints, GRPOTrainer):
     """GRPOTrainer whose rollouts are our multi-turn episodes (TRL's ``rollout_func`` hook).
 
     TRL hands ``rollout_func`` only the prompts; this subclass tells the rollout which rows the
     batch holds before generation starts.
+
+    With a call constraint (``trainer.rl.call_constraint``) the policy that samples is the
+    model's distribution renormalised over the tokens the constraint allows; the log-probabilities
+    GRPO trains (and the KL reference's) are that policy's, not the unconstrained model's, so a
+    token the constraint forced carries no gradient and no KL (:func:`supports`).
     """
 
     def __init__(self, *, rollout: EpisodeRollout, **kwargs: Any) -> None:
         self.episode_rollout = rollout
+        self.constraint: tuple[Any, Any] | None = None  # (index, table) of the current batch
+        self._support: Any = None  # the index rows of the micro-batch being scored
+        self._generating = False
         with warnings.catch_warnings():  # we use the experimental hook knowingly (TRL pinned)
             warnings.filterwarnings("ignore", "You are using 'rollout_func'", UserWarning)
             super().__init__(rollout_func=rollout, **kwargs)
 
     def _generate_and_score_completions(self, inputs: list[dict[str, Any]]) -> dict[str, Any]:
         self.episode_rollout.bind(inputs)
-        return super()._generate_and_score_completions(inputs)
+        self.constraint = None
+        self._generating = True  # the whole batch is scored (reference, old policy)
+        try:
+            output = super()._generate_and_score_completions(inputs)
+        finally:
+            self._generating = False
+        if self.constraint is not None:
+            index = self.constraint[0]
+            width = output["completion_ids"].shape[1]
+            if index.shape[1] < width:  # TRL padded further than the longest completion
+                pad = index.new_full((index.shape[0], width - index.shape[1]), -1)
+                index = torch.cat([index, pad], dim=1)
+            output[SUPPORT] = index[:, :width]
+        return output
+
+    def _compute_loss(self, model: Any, inputs: dict[str, Any]) -> Any:
+        self._support = inputs.get(SUPPORT)
+        try:
+            return super()._compute_loss(model, inputs)
+        finally:
+            self._support = None
+
+    def _get_per_token_logps_and_entropies(
+        self,
+        model: Any,
+        input_ids: Any,
+        attention_mask: Any,
+        logits_to_keep: int,
+        batch_size: int | None = None,
+        compute_entropy: bool = False,
+        compute_aux_loss: bool = False,
+        **kwargs: Any,
+    ) -> tuple[Any, Any, Any]:
+        index = self._support
+        if index is None and self._generating and self.constraint is not None:
+            index = self.constraint[0]  # scoring the whole batch while it is generated
+        if index is None or self.constraint is None or any(v is not None for v in kwargs.values()):
+            return super()._get_per_token_logps_and_entropies(
+                model,
+                input_ids,
+                attention_mask,
+                logits_to_keep,
+                batch_size,
+                compute_entropy,
+                compute_aux_loss,
+                **kwargs,
+            )
+        if index.shape[0] != input_ids.shape[0]:
+            raise RuntimeError(
+                f"constraint supports for {index.shape[0]} completions, scoring "
+                f"{input_ids.shape[0]}: the batch was split without its {SUPPORT!r} rows"
+            )
+        return constrained_logps(
+            model,
+            input_ids,
+            attention_mask,
+            logits_to_keep,
+            index,
+            self.constraint[1],
+            temperature=self.temperature,
+            batch_size=batch_size or input_ids.size(0),
+            compute_entropy=compute_entropy,
+            autocast=self.accelerator.autocast,
+        )
+
+
+def constrained_logps(
+    model: Any,
+    input_ids: Any,
+    attention_mask: Any,
+    logits_to_keep: int,
+    index: Any,
+    table: Any,
+    *,
+    temperature: float = 1.0,
+    batch_size: int,
+    compute_entropy: bool = False,
+    autocast: Callable[[], Any] = contextlib.nullcontext,
+) -> tuple[Any, Any, None]:
+    """Per-token log-probabilities (and entropies) of the completion tokens under the model's
+    distribution restricted to each position's support (``index`` rows of ``table``; -1: every
+    token), logits divided by ``temperature`` as when sampling."""
+    import torch
+
+    logps, entropies = [], []
+    for start in range(0, input_ids.size(0), batch_size):
+        end = min(start + batch_size, input_ids.size(0))
+        with autocast():
+            logits = model(
+                input_ids=input_ids[start:end], attention_mask=attention_mask[start:end]
+            ).logits
+        logits = logits[:, -logits_to_keep - 1 : -1, :].float() / max(temperature, 1e-6)
+        rows = index[start:end, :logits_to_keep].to(logits.device)
+        if rows.shape[1] < logits_to_keep:  # positions past the longest completion: free
+            rows = torch.nn.functional.pad(rows, (0, logits_to_keep - rows.shape[1]), value=-1)
+        keep = table.to(logits.device)[rows.clamp(min=0)]
+        keep[rows < 0] = True
+        keep = keep[..., : logits.size(-1)]
+        logits = logits.masked_fill(~keep, float("-inf"))
+        logp = torch.log_softmax(logits, dim=-1)
+        target = input_ids[start:end, -logits_to_keep:].unsqueeze(-1)
+        logps.append(logp.gather(-1, target).squeeze(-1))
+        if compute_entropy:
+            entropies.append(-(logp.exp() * logp.masked_fill(~keep, 0.0)).sum(-1))
+    return (
+        torch.cat(logps, dim=0),
+        torch.cat(entropies, dim=0) if compute_entropy else None,
+        None,
+    )
 
 
 class EpisodeReward:

@@ -227,7 +227,8 @@ class CopyConstraint:
         self.width = width
         self._generated: list[str] = [""] * len(sources)
         self._lengths: list[int] = [0] * len(sources)
-        self._masks: dict[tuple[Any, ...], Any] = {}
+        self._masks: dict[tuple[int, ...], Any] = {}
+        self._allowed: dict[tuple[Any, ...], tuple[int, ...]] = {}
 
     def _text(self, row: int, ids: Sequence[int]) -> str:
         if self._lengths[row] + 1 == len(ids):
@@ -237,25 +238,48 @@ class CopyConstraint:
         self._lengths[row] = len(ids)
         return self._generated[row]
 
+    def allowed(self, row: int, generated: str, vocab: int) -> tuple[int, ...] | None:
+        """The token ids (below ``vocab``) that may follow ``generated``, row ``row``'s text so
+        far; ``None`` where the rule leaves the choice free."""
+        state = call_state(generated)
+        if state is None:
+            return None
+        found = choices(state, self.values[row], self.functions[row])
+        if found is None:
+            return None
+        values, ends = found
+        key = (values, ends, state[1], vocab)
+        ids = self._allowed.get(key)
+        if ids is None:
+            ids = tuple(allowed_next(state[1], values, self.texts[:vocab], ends))
+            self._allowed[key] = ids
+        return ids
+
     def __call__(self, input_ids: Any, scores: Any) -> Any:
         import torch
 
+        vocab = scores.shape[1]
         for row in range(scores.shape[0]):
-            state = call_state(self._text(row, input_ids[row, self.width :].tolist()))
-            if state is None:
+            ids = self.allowed(row, self._text(row, input_ids[row, self.width :].tolist()), vocab)
+            if ids is None:
                 continue
-            allowed = choices(state, self.values[row], self.functions[row])
-            if allowed is None:
-                continue
-            values, ends = allowed
-            key = (values, ends, state[1])
-            mask = self._masks.get(key)
+            mask = self._masks.get(ids)
             if mask is None:
-                mask = torch.full((scores.shape[1],), float("-inf"), dtype=scores.dtype)
-                mask[allowed_next(state[1], values, self.texts[: scores.shape[1]], ends)] = 0.0
-                self._masks[key] = mask
+                mask = torch.full((vocab,), float("-inf"), dtype=scores.dtype)
+                mask[list(ids)] = 0.0
+                self._masks[ids] = mask
             scores[row] = scores[row] + mask.to(scores.device)
         return scores
+
+    def replay(self, row: int, ids: Sequence[int], vocab: int) -> list[tuple[int, ...] | None]:
+        """What :meth:`allowed` said before each token of ``ids`` (one generated turn of row
+        ``row``): the constrained policy's support at every position, for computing its
+        log-probabilities when training on the turn."""
+        out, text = [], ""
+        for token in ids:
+            out.append(self.allowed(row, text, vocab))
+            text += self.texts[token] if 0 <= token < len(self.texts) else ""
+        return out
 
 
 def message_sources(messages: Iterable[Any]) -> list[str]:
