@@ -124,6 +124,13 @@ class WarmStartConfig:
     batch_size: int = option(8, help="trajectories per optimizer step", ge=1)
     learning_rate: float = option(3e-3, help="constant learning rate", gt=0)
     max_length: int = option(1024, help="max tokens per trajectory (longer ones are cut)", ge=1)
+    questions: int = option(
+        0,
+        help="the first N training questions are the warm start's (the scripted searcher's "
+        "trajectories) and RL trains on the rest, as the paper's SFT and RL pools are apart "
+        "(0: both use every training question)",
+        ge=0,
+    )
     world_tokenizer: bool = option(
         False,
         help="a tiny:<arch>:...,vocab=N model gets its byte-level BPE trained on the synthetic "
@@ -249,8 +256,11 @@ def env_options(cfg: TrainConfig) -> dict[str, Any]:
 @dataclass(frozen=True)
 class Splits:
     train: list[dict[str, Any]]
+    """RL's questions."""
     validation: list[dict[str, Any]]
     heldout: list[dict[str, Any]]
+    warm: list[dict[str, Any]]
+    """The warm start's questions (``warm_start.questions``; else the same as ``train``)."""
 
 
 def splits(cfg: TrainConfig) -> Splits:
@@ -266,7 +276,14 @@ def splits(cfg: TrainConfig) -> Splits:
     train = rows[: end - n_val]
     if cfg.data.limit:
         train = train[: cfg.data.limit]
-    return Splits(train, rows[end - n_val : end], rows[end:])
+    n_warm = cfg.warm_start.questions
+    if n_warm and n_warm >= len(train):
+        raise ValueError(
+            f"warm_start.questions={n_warm} leaves none of the {len(train)} training questions "
+            "for RL: lower it (0: the warm start and RL share every training question)"
+        )
+    warm, rl = (train[:n_warm], train[n_warm:]) if n_warm else (train, train)
+    return Splits(rl, rows[end - n_val : end], rows[end:], warm)
 
 
 def build_job(cfg: TrainConfig, run: Run, split: Splits | None = None) -> Any:
