@@ -46,9 +46,7 @@ def learn(
         corpus = synthetic_world(cfg.world).corpus
         words = {**env_options(cfg), "obs_tokenizer": None, "obs_budget_tokens": 0}
         rows, _ = learning.scripted_trajectories(split.warm, words)
-        both = split.warm if split.warm is split.train else [*split.warm, *split.train]
-        questions = [r["question"] for r in both]
-        texts = learning.world_texts(corpus, questions, rows)
+        texts = learning.world_texts(corpus, [r["question"] for r in split.warm], rows)
         start = str(learning.world_model_dir(start, texts, run.dir / "init", seed=cfg.trainer.seed))
         run.log({"warm_start/tokenizer_texts": float(len(texts))}, step=0)
     started = replace(cfg, model=replace(cfg.model, name_or_path=start, tokenizer=None))
