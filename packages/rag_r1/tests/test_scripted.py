@@ -100,8 +100,8 @@ def test_warm_start_questions_keep_the_warm_start_and_rl_apart(aworld_home):
     from aworld_rl_core.config import from_dict
     from aworld_rl_rag_r1.recipes.train import TrainConfig, splits
 
-    def cut(warm):
-        data = {"train": "synthetic", "heldout": 10, "validation": 5}
+    def cut(warm, limit=0):
+        data = {"train": "synthetic", "heldout": 10, "validation": 5, "limit": limit}
         world = {"synthetic": {"questions": 60}}
         return from_dict(
             TrainConfig, {"data": data, "world": world, "warm_start": {"questions": warm}}
@@ -115,5 +115,7 @@ def test_warm_start_questions_keep_the_warm_start_and_rl_apart(aworld_home):
         r["question"] for r in shared.train
     ]
     assert apart.validation == shared.validation and apart.heldout == shared.heldout
+    limited = splits(cut(20, limit=5))  # data.limit cuts RL's questions, not the warm start's
+    assert limited.warm == apart.warm and limited.train == apart.train[:5]
     with pytest.raises(ValueError, match="warm_start.questions=45 leaves none of the 45"):
         splits(cut(45))

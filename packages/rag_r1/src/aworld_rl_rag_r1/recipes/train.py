@@ -94,7 +94,9 @@ class TrainDataConfig:
     )
     val: str = option("", help="validation question file (empty: none)")
     format: QAFormat = option("auto", help="file format")
-    limit: int = option(0, help="first N training questions (0 = all)")
+    limit: int = option(
+        0, help="first N training questions of RL (after warm_start.questions; 0 = all)"
+    )
     val_limit: int = option(0, help="first N validation questions (0 = all)")
     heldout: int = option(
         0,
@@ -274,8 +276,6 @@ def splits(cfg: TrainConfig) -> Splits:
         )
     end = len(rows) - n_held
     train = rows[: end - n_val]
-    if cfg.data.limit:
-        train = train[: cfg.data.limit]
     n_warm = cfg.warm_start.questions
     if n_warm and n_warm >= len(train):
         raise ValueError(
@@ -283,6 +283,9 @@ def splits(cfg: TrainConfig) -> Splits:
             "for RL: lower it (0: the warm start and RL share every training question)"
         )
     warm, rl = (train[:n_warm], train[n_warm:]) if n_warm else (train, train)
+    if cfg.data.limit:
+        rl = rl[: cfg.data.limit]
+        warm = warm if n_warm else rl
     return Splits(rl, rows[end - n_val : end], rows[end:], warm)
 
 
