@@ -94,3 +94,28 @@ def test_information_masked_ce_leaves_the_passages_out():
     assert torch.isclose(
         everything, torch.nn.functional.cross_entropy(logits[0, :3], labels[0, :3])
     )
+
+
+def test_warm_start_questions_keep_the_warm_start_and_rl_apart(aworld_home):
+    from aworld_rl_core.config import from_dict
+    from aworld_rl_rag_r1.recipes.train import TrainConfig, splits
+
+    def cut(warm, limit=0):
+        data = {"train": "synthetic", "heldout": 10, "validation": 5, "limit": limit}
+        world = {"synthetic": {"questions": 60}}
+        return from_dict(
+            TrainConfig, {"data": data, "world": world, "warm_start": {"questions": warm}}
+        )
+
+    shared = splits(cut(0))
+    assert shared.warm is shared.train and len(shared.train) == 45
+    apart = splits(cut(20))
+    assert [len(apart.warm), len(apart.train)] == [20, 25]
+    assert [r["question"] for r in (*apart.warm, *apart.train)] == [
+        r["question"] for r in shared.train
+    ]
+    assert apart.validation == shared.validation and apart.heldout == shared.heldout
+    limited = splits(cut(20, limit=5))  # data.limit cuts RL's questions, not the warm start's
+    assert limited.warm == apart.warm and limited.train == apart.train[:5]
+    with pytest.raises(ValueError, match="warm_start.questions=45 leaves none of the 45"):
+        splits(cut(45))

@@ -21,13 +21,10 @@ from lookup_env import (
 )
 from verl_toys import CounterEnv
 
-from aworld_rl_core.backends.verl.launcher import LaunchPaths, build_overrides
 from aworld_rl_core.backends.verl.specs import SPEC_KEY, EpisodeSpec
 from aworld_rl_core.engine import ChatCodec
-from aworld_rl_core.models.config import ModelConfig
 from aworld_rl_core.refs import Ref
 from aworld_rl_core.testing import verl_loop
-from aworld_rl_core.trainer_config import RLConfig, TrainerConfig
 
 LOGPROB = -0.5
 
@@ -228,31 +225,9 @@ def tiny_model_path(tmp_path_factory):
 
 def run_worker(verl_compose, model_path, specs, replies, *, registry=None):
     """Run verl's own AgentLoopWorker over rows carrying ``specs`` (the scripted server)."""
-    import numpy as np
-    from verl import DataProto
-    from verl.experimental.agent_loop.agent_loop import AgentLoopWorker
-    from verl.utils.ray_utils import get_event_loop  # the loop verl's agent loops use
-
-    import aworld_rl_core.backends.verl.entry_point  # noqa: F401  (registers)
-
-    n = len(specs)
-    rl = RLConfig(max_turns=4, max_response_tokens=64)
-    trainer = TrainerConfig(backend="verl", batch_size=n, rl=rl)
-    paths = LaunchPaths(train_file="t.parquet", val_file="v.parquet", checkpoint_dir="ckpt")
-    model = ModelConfig(name_or_path=str(model_path))
-    overrides = build_overrides(model, trainer, paths, n_rows=n, uses_env=True)
-    worker = AgentLoopWorker(verl_compose([*overrides, "data.max_prompt_length=64"]), None)
-    worker.llm_client = PerRequestServer(worker.tokenizer, replies)
-    extra = [{"index": i, SPEC_KEY: s.dumps()} for i, s in enumerate(specs)]
-    batch = DataProto.from_dict(
-        non_tensors={
-            "raw_prompt": np.array([[{"role": "user", "content": "x"}]] * n, dtype=object),
-            "extra_info": np.array(extra, dtype=object),
-            "agent_name": np.array(["aworld_env"] * n, dtype=object),
-            "index": np.arange(n),
-        }
+    return verl_loop.run_worker(
+        model_path, specs, lambda tokenizer: PerRequestServer(tokenizer, replies)
     )
-    return get_event_loop().run_until_complete(worker.generate_sequences(batch))
 
 
 def test_verl_worker_batches_our_episodes(verl_compose, toy_registry, tiny_model_path):

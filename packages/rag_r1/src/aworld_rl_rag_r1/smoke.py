@@ -47,6 +47,7 @@ SMOKE_SIZE = (
     # one small GRPO step: no warm start, world tokenizer or held-out points (the tiny-cpu
     # preset's learning run takes minutes; the model given is used as it is)
     "warm_start.steps=0",
+    "warm_start.questions=0",
     "warm_start.world_tokenizer=false",
     "data.heldout=0",
     "data.validation=0",

@@ -45,8 +45,8 @@ def learn(
 
         corpus = synthetic_world(cfg.world).corpus
         words = {**env_options(cfg), "obs_tokenizer": None, "obs_budget_tokens": 0}
-        rows, _ = learning.scripted_trajectories(split.train, words)
-        texts = learning.world_texts(corpus, [r["question"] for r in split.train], rows)
+        rows, _ = learning.scripted_trajectories(split.warm, words)
+        texts = learning.world_texts(corpus, [r["question"] for r in split.warm], rows)
         start = str(learning.world_model_dir(start, texts, run.dir / "init", seed=cfg.trainer.seed))
         run.log({"warm_start/tokenizer_texts": float(len(texts))}, step=0)
     started = replace(cfg, model=replace(cfg.model, name_or_path=start, tokenizer=None))
@@ -101,7 +101,7 @@ def _warm_start(cfg: TrainConfig, run: Run, split: Splits, options: dict[str, An
     from aworld_rl_rag_r1 import learning
 
     ws = cfg.warm_start
-    rows, counts = learning.scripted_trajectories(split.train, options)
+    rows, counts = learning.scripted_trajectories(split.warm, options)
     if not rows:
         raise ValueError(
             "warm start: the scripted searcher answered none of the training questions "

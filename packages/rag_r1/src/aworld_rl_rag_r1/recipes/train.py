@@ -94,7 +94,9 @@ class TrainDataConfig:
     )
     val: str = option("", help="validation question file (empty: none)")
     format: QAFormat = option("auto", help="file format")
-    limit: int = option(0, help="first N training questions (0 = all)")
+    limit: int = option(
+        0, help="first N training questions of RL (after warm_start.questions; 0 = all)"
+    )
     val_limit: int = option(0, help="first N validation questions (0 = all)")
     heldout: int = option(
         0,
@@ -124,6 +126,13 @@ class WarmStartConfig:
     batch_size: int = option(8, help="trajectories per optimizer step", ge=1)
     learning_rate: float = option(3e-3, help="constant learning rate", gt=0)
     max_length: int = option(1024, help="max tokens per trajectory (longer ones are cut)", ge=1)
+    questions: int = option(
+        0,
+        help="the first N training questions are the warm start's (the scripted searcher's "
+        "trajectories) and RL trains on the rest, as the paper's SFT and RL pools are apart "
+        "(0: both use every training question)",
+        ge=0,
+    )
     world_tokenizer: bool = option(
         False,
         help="a tiny:<arch>:...,vocab=N model gets its byte-level BPE trained on the synthetic "
@@ -249,8 +258,11 @@ def env_options(cfg: TrainConfig) -> dict[str, Any]:
 @dataclass(frozen=True)
 class Splits:
     train: list[dict[str, Any]]
+    """RL's questions."""
     validation: list[dict[str, Any]]
     heldout: list[dict[str, Any]]
+    warm: list[dict[str, Any]]
+    """The warm start's questions (``warm_start.questions``; else the same as ``train``)."""
 
 
 def splits(cfg: TrainConfig) -> Splits:
@@ -264,9 +276,17 @@ def splits(cfg: TrainConfig) -> Splits:
         )
     end = len(rows) - n_held
     train = rows[: end - n_val]
+    n_warm = cfg.warm_start.questions
+    if n_warm and n_warm >= len(train):
+        raise ValueError(
+            f"warm_start.questions={n_warm} leaves none of the {len(train)} training questions "
+            "for RL: lower it (0: the warm start and RL share every training question)"
+        )
+    warm, rl = (train[:n_warm], train[n_warm:]) if n_warm else (train, train)
     if cfg.data.limit:
-        train = train[: cfg.data.limit]
-    return Splits(train, rows[end - n_val : end], rows[end:])
+        rl = rl[: cfg.data.limit]
+        warm = warm if n_warm else rl
+    return Splits(rl, rows[end - n_val : end], rows[end:], warm)
 
 
 def build_job(cfg: TrainConfig, run: Run, split: Splits | None = None) -> Any:
