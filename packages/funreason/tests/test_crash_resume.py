@@ -19,3 +19,10 @@ def test_sft_killed_at_a_random_point_resumes_to_the_same_metrics(tmp_path, seed
     )
     report = check_kill_resume(case, tmp_path / "runs", seed)
     assert report.killed and report.differences == [], report.summary()
+
+
+def test_refine_killed_at_a_random_point_resumes_to_the_same_pools(tmp_path):
+    """``funreason.refine`` (FCDR's deterministic checks on the packaged samples: seconds)."""
+    case = CrashCase("funreason.refine", env={"AWORLD_RL_HOME": str(tmp_path / "home")})
+    report = check_kill_resume(case, tmp_path / "runs", 0)
+    assert report.killed and report.differences == [], report.summary()
