@@ -17,3 +17,13 @@ def test_synthesize_killed_at_a_random_point_resumes_to_the_same_records(tmp_pat
     case = CrashCase("funreason_mt.synthesize", env=env)
     report = check_kill_resume(case, tmp_path / "runs", seed)
     assert report.killed and report.differences == [], report.summary()
+
+
+@pytest.mark.slow
+def test_sft_killed_at_a_random_point_resumes_to_the_same_metrics(tmp_path):
+    """``funreason_mt.sft`` (hf-sft on the packaged trajectories, a checkpoint every step)."""
+    env = {"AWORLD_RL_HOME": str(tmp_path / "home")}
+    env["BFCL_PROJECT_ROOT"] = os.environ.get("BFCL_PROJECT_ROOT", str(tmp_path / "bfcl"))
+    case = CrashCase("funreason_mt.sft", overrides=("trainer.save_steps=1",), env=env)
+    report = check_kill_resume(case, tmp_path / "runs", 0)
+    assert report.killed and report.differences == [], report.summary()
