@@ -26,3 +26,13 @@ def test_refine_killed_at_a_random_point_resumes_to_the_same_pools(tmp_path):
     case = CrashCase("funreason.refine", env={"AWORLD_RL_HOME": str(tmp_path / "home")})
     report = check_kill_resume(case, tmp_path / "runs", 0)
     assert report.killed and report.differences == [], report.summary()
+
+
+@pytest.mark.slow
+def test_self_refine_killed_at_a_random_point_resumes_to_the_same_rounds(tmp_path):
+    """``funreason.self-refine`` (rounds of generate, refine and train, each round's state kept)."""
+    env = {"AWORLD_RL_HOME": str(tmp_path / "home")}
+    env["BFCL_PROJECT_ROOT"] = os.environ.get("BFCL_PROJECT_ROOT", str(tmp_path / "bfcl"))
+    case = CrashCase("funreason.self-refine", env=env)
+    report = check_kill_resume(case, tmp_path / "runs", 0)
+    assert report.killed and report.differences == [], report.summary()
