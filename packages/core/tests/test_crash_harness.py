@@ -63,6 +63,16 @@ def test_what_the_harness_finds(tmp_path):
     assert "output 'out.jsonl': 0 row(s) only uninterrupted, 1 only after resume" in found
 
 
+def test_a_step_with_a_training_and_an_evaluation_row_is_no_repeat(tmp_path):
+    """funreason_mt.rl logs a training row and an eval row at step 1 in every run: the harness
+    called that a repeat after the resume (a false finding); a third row would be one."""
+    rows = [{"step": 1, "loss": 0.0}, {"step": 1, "eval_loss": 0.0}]
+    a = _run(tmp_path / "a", rows, {})
+    assert compare_runs(a, _run(tmp_path / "b", rows, {})) == []
+    found = compare_runs(a, _run(tmp_path / "c", [rows[0], *rows], {}))
+    assert "metrics.jsonl: step(s) [1] logged more than once after the resume" in found
+
+
 def test_timing_keys_are_dropped_recursively():
     row = {
         "step": 1,

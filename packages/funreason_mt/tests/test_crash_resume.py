@@ -27,3 +27,14 @@ def test_sft_killed_at_a_random_point_resumes_to_the_same_metrics(tmp_path):
     case = CrashCase("funreason_mt.sft", overrides=("trainer.save_steps=1",), env=env)
     report = check_kill_resume(case, tmp_path / "runs", 0)
     assert report.killed and report.differences == [], report.summary()
+
+
+@pytest.mark.slow
+def test_rl_killed_at_a_random_point_resumes_to_the_same_metrics(tmp_path):
+    """``funreason_mt.rl`` (one GRPO step through core's BFCL environment, with its eval row at
+    that step: two rows for step 1 in every run, which the harness once called a repeat)."""
+    env = {"AWORLD_RL_HOME": str(tmp_path / "home")}
+    env["BFCL_PROJECT_ROOT"] = os.environ.get("BFCL_PROJECT_ROOT", str(tmp_path / "bfcl"))
+    case = CrashCase("funreason_mt.rl", overrides=("trainer.save_steps=1",), env=env)
+    report = check_kill_resume(case, tmp_path / "runs", 0)
+    assert report.killed and report.differences == [], report.summary()

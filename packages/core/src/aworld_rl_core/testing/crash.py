@@ -206,8 +206,13 @@ def _same(a: Any, b: Any, rel: float = 1e-6) -> bool:
 
 def compare_rows(name: str, a: list[Any], b: list[Any]) -> list[str]:
     out = []
-    steps_b = [r.get("step") for r in b if isinstance(r, dict)]
-    repeated = sorted(s for s, n in Counter(steps_b).items() if n > 1 and s is not None)
+    # a step may have rows of several kinds (training, then evaluation at that step): a step
+    # is repeated when it has more rows after the resume than in the uninterrupted run
+    steps_a = Counter(r.get("step") for r in a if isinstance(r, dict))
+    steps_b = Counter(r.get("step") for r in b if isinstance(r, dict))
+    repeated = sorted(
+        s for s, n in steps_b.items() if s is not None and n > 1 and n > steps_a.get(s, 0)
+    )
     if repeated:
         out.append(f"{name}: step(s) {repeated} logged more than once after the resume")
     if len(a) != len(b):
