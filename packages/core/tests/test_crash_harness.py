@@ -73,6 +73,22 @@ def test_a_step_with_a_training_and_an_evaluation_row_is_no_repeat(tmp_path):
     assert "metrics.jsonl: step(s) [1] logged more than once after the resume" in found
 
 
+def test_json_lines_under_a_json_name_compare_as_rows(tmp_path):
+    """BFCL's ``*_result.json`` files are JSON Lines: compared as rows without timing keys."""
+    lines = {
+        "r.json": '{"id": "a", "result": [1], "latency": [[1.5]]}\n{"id": "b", "result": []}\n'
+    }
+    later = {
+        "r.json": '{"id": "b", "result": []}\n{"id": "a", "result": [1], "latency": [[9.0]]}\n'
+    }
+    a = _run(tmp_path / "a", ROWS, lines)
+    assert compare_runs(a, _run(tmp_path / "b", ROWS, later)) == []
+    other = {"r.json": '{"id": "a", "result": [2]}\n{"id": "b", "result": []}\n'}
+    assert compare_runs(a, _run(tmp_path / "c", ROWS, other)) == [
+        "output 'r.json': JSON Lines content differs"
+    ]
+
+
 def test_timing_keys_are_dropped_recursively():
     row = {
         "step": 1,
@@ -83,6 +99,7 @@ def test_timing_keys_are_dropped_recursively():
         "nested": {"latency_ms": 5, "value": 6},
         "tokens_per_s": 7,
         "reward": 8,
+        "latency": [[45.1], [42.2]],  # BFCL result files: seconds per turn (envtuning.eval)
     }
     assert without_timing(row) == {"step": 1, "nested": {"value": 6}, "reward": 8}
 

@@ -35,3 +35,13 @@ def test_curriculum_killed_at_a_random_point_resumes_to_the_same_history(tmp_pat
     case = CrashCase("envtuning.curriculum", overrides=SMALL, env=env, timeout_s=3000)
     report = check_kill_resume(case, tmp_path / "runs", seed)
     assert report.killed and report.differences == [], report.summary()
+
+
+@pytest.mark.slow
+def test_eval_killed_at_a_random_point_resumes_to_the_same_results(tmp_path):
+    """``envtuning.eval`` (BFCL multi-turn with a tiny local model; BFCL result files compared
+    as rows without their ``latency``)."""
+    env = {"AWORLD_RL_HOME": str(tmp_path / "home")}
+    env["BFCL_PROJECT_ROOT"] = os.environ.get("BFCL_PROJECT_ROOT", str(tmp_path / "bfcl"))
+    report = check_kill_resume(CrashCase("envtuning.eval", env=env), tmp_path / "runs", 0)
+    assert report.killed and report.differences == [], report.summary()

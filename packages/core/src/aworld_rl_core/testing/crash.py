@@ -40,7 +40,7 @@ from pathlib import Path
 from typing import Any
 
 TIMING = re.compile(
-    r"(^time$|^built$|(^|[_/])(time|seconds|runtime|elapsed)$|_s$|_ms$|per_s(ec(ond)?)?$|"
+    r"(^time$|^built$|(^|[_/])(time|seconds|runtime|elapsed|latency)$|_s$|_ms$|per_s(ec(ond)?)?$|"
     r"samples_per_second|steps_per_second|^uptime)"
 )
 
@@ -254,8 +254,9 @@ def _compare_file(name: str, a: Path, b: Path, run_a: Path, run_b: Path) -> list
         try:
             ja = without_timing(json.loads(a.read_text().replace(str(run_a), "<run>")))
             jb = without_timing(json.loads(b.read_text().replace(str(run_b), "<run>")))
-        except ValueError:
-            pass
+        except ValueError:  # JSON Lines under a .json name (BFCL's result files)
+            ca, cb = _canonical_jsonl(a, run_a), _canonical_jsonl(b, run_b)
+            return [] if ca == cb else [f"{name}: JSON Lines content differs"]
         else:
             return [] if _same(ja, jb) else [f"{name}: JSON content differs"]
     ba, bb = a.read_bytes(), b.read_bytes()
