@@ -36,3 +36,13 @@ def test_self_refine_killed_at_a_random_point_resumes_to_the_same_rounds(tmp_pat
     case = CrashCase("funreason.self-refine", env=env)
     report = check_kill_resume(case, tmp_path / "runs", 0)
     assert report.killed and report.differences == [], report.summary()
+
+
+@pytest.mark.slow
+def test_eval_killed_at_a_random_point_resumes_to_the_same_results(tmp_path):
+    """``funreason.eval`` (BFCL single-turn with a tiny local model; result files compared as
+    rows without their ``latency``)."""
+    env = {"AWORLD_RL_HOME": str(tmp_path / "home")}
+    env["BFCL_PROJECT_ROOT"] = os.environ.get("BFCL_PROJECT_ROOT", str(tmp_path / "bfcl"))
+    report = check_kill_resume(CrashCase("funreason.eval", env=env), tmp_path / "runs", 0)
+    assert report.killed and report.differences == [], report.summary()

@@ -38,3 +38,21 @@ def test_rl_killed_at_a_random_point_resumes_to_the_same_metrics(tmp_path):
     case = CrashCase("funreason_mt.rl", overrides=("trainer.save_steps=1",), env=env)
     report = check_kill_resume(case, tmp_path / "runs", 0)
     assert report.killed and report.differences == [], report.summary()
+
+
+def test_eval_killed_at_a_random_point_resumes_to_the_same_results(tmp_path):
+    """``funreason_mt.eval`` (the BFCL multi-turn ground-truth agent: seconds; BFCL result files
+    compared as rows without their ``latency``)."""
+    env = {"AWORLD_RL_HOME": str(tmp_path / "home")}
+    env["BFCL_PROJECT_ROOT"] = os.environ.get("BFCL_PROJECT_ROOT", str(tmp_path / "bfcl"))
+    report = check_kill_resume(CrashCase("funreason_mt.eval", env=env), tmp_path / "runs", 0)
+    assert report.killed and report.differences == [], report.summary()
+
+
+@pytest.mark.slow
+def test_graph_killed_at_a_random_point_resumes_to_the_same_graph(tmp_path):
+    """``funreason_mt.graph`` (the environment-API graph of the eight BFCL classes)."""
+    env = {"AWORLD_RL_HOME": str(tmp_path / "home")}
+    env["BFCL_PROJECT_ROOT"] = os.environ.get("BFCL_PROJECT_ROOT", str(tmp_path / "bfcl"))
+    report = check_kill_resume(CrashCase("funreason_mt.graph", env=env), tmp_path / "runs", 0)
+    assert report.killed and report.differences == [], report.summary()
