@@ -129,3 +129,30 @@ def test_grpo_killed_at_a_random_point_resumes_to_the_same_metrics(tmp_path, see
     )
     report = check_kill_resume(case, tmp_path / "runs", seed)
     assert report.killed and report.differences == [], report.summary()
+
+
+def test_bfcl_check_resumed_after_its_rows_logs_each_category_once(tmp_path, monkeypatch):
+    """The harness on ``core.bfcl-check`` (tiny-cpu): killed after its per-category rows but
+    before the run was marked completed, the resume replayed every category again and logged
+    its row again (14 rows for 7). The kill is put exactly there: a finished run whose status
+    is set back to running, then ``--resume``."""
+    from aworld_rl_core import cli
+
+    monkeypatch.setenv("AWORLD_RL_HOME", str(tmp_path / "home"))
+    out = tmp_path / "run"
+    base = ["core.bfcl-check", "--output-dir", str(out)]
+    assert cli.main([*base, "--preset", "tiny-cpu", "--quiet"]) == 0
+    first = [json.loads(line) for line in (out / "metrics.jsonl").read_text().splitlines()]
+    status = json.loads((out / "status.json").read_text())
+    (out / "status.json").write_text(json.dumps({**status, "status": "running"}))
+    assert cli.main([*base, "--resume", "--quiet"]) == 0
+    again = [json.loads(line) for line in (out / "metrics.jsonl").read_text().splitlines()]
+    assert [r["step"] for r in again] == [r["step"] for r in first] == list(range(len(first)))
+    assert len(first) >= 2
+
+
+@pytest.mark.slow
+def test_bfcl_check_killed_at_a_random_point_resumes_to_the_same_rows(tmp_path):
+    case = CrashCase("core.bfcl-check", env={"AWORLD_RL_HOME": str(tmp_path / "home")})
+    report = check_kill_resume(case, tmp_path / "runs", 0)
+    assert report.killed and report.differences == [], report.summary()
