@@ -89,6 +89,13 @@ def test_json_lines_under_a_json_name_compare_as_rows(tmp_path):
     ]
 
 
+def test_a_cases_own_wall_time_keys_are_not_compared(tmp_path):
+    a = _run(tmp_path / "a", [{"x/seconds_per_question": 1.0, "x/em": 0.5}], {})
+    b = _run(tmp_path / "b", [{"x/seconds_per_question": 2.0, "x/em": 0.5}], {})
+    assert compare_runs(a, b) == ["metrics.jsonl: row 0 differs in ['x/seconds_per_question']"]
+    assert compare_runs(a, b, timing=("seconds_per_question",)) == []
+
+
 def test_timing_keys_are_dropped_recursively():
     row = {
         "step": 1,

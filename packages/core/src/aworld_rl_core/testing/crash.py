@@ -53,6 +53,7 @@ class CrashCase:
     preset: str = "tiny-cpu"
     overrides: Sequence[str] = ()
     ignore: Sequence[str] = ()  # output names (status.json keys) not compared
+    timing: Sequence[str] = ()  # metric keys (regexes) that measure wall time, not compared
     env: Mapping[str, str] = field(default_factory=dict)
     timeout_s: float = 1800.0  # a hung run fails the test instead of CI
 
@@ -161,7 +162,7 @@ def check_kill_resume(case: CrashCase, root: Path, seed: int) -> CrashReport:
     if was_killed:  # (never interrupted: the completed run is compared as it is)
         resume = (killed / "config.yaml").is_file()  # else killed before its directory existed
         _finish(case, command(case, killed, resume=resume), root / "resumed.log")
-    differences = compare_runs(whole, killed, ignore=case.ignore)
+    differences = compare_runs(whole, killed, ignore=case.ignore, timing=case.timing)
     return CrashReport(case, seed, kill_after, was_killed, differences, whole, killed)
 
 
@@ -177,11 +178,17 @@ def without_timing(row: Any) -> Any:
     return row
 
 
-def _rows(path: Path) -> list[Any]:
+def _rows(path: Path, timing: Sequence[str] = ()) -> list[Any]:
     if not path.is_file():
         return []
     lines = path.read_text(encoding="utf-8").splitlines()
     rows = [without_timing(json.loads(line)) for line in lines if line.strip()]
+    if timing:  # the case's own wall-time measures
+        extra = re.compile("|".join(f"(?:{t})" for t in timing))
+        rows = [
+            {k: v for k, v in r.items() if not extra.search(str(k))} if isinstance(r, dict) else r
+            for r in rows
+        ]
     # what a resume reports about itself (``resume_found_checkpoint``) is no training metric
     rows = [
         {k: v for k, v in r.items() if not str(k).startswith("resume_")}
@@ -289,18 +296,24 @@ def _outputs(run_dir: Path) -> dict[str, str]:
     return {k: str(v) for k, v in (status.get("outputs") or {}).items()}
 
 
-def compare_runs(whole: Path, resumed: Path, *, ignore: Sequence[str] = ()) -> list[str]:
+def compare_runs(
+    whole: Path, resumed: Path, *, ignore: Sequence[str] = (), timing: Sequence[str] = ()
+) -> list[str]:
     """Every difference between an uninterrupted run directory and a killed-and-resumed one."""
     out: list[str] = []
     status = json.loads((resumed / "status.json").read_text(encoding="utf-8"))
     if status.get("status") != "completed":
         out.append(f"status.json says {status.get('status')!r} after the resume")
     out += compare_rows(
-        "metrics.jsonl", _rows(whole / "metrics.jsonl"), _rows(resumed / "metrics.jsonl")
+        "metrics.jsonl",
+        _rows(whole / "metrics.jsonl", timing),
+        _rows(resumed / "metrics.jsonl", timing),
     )
     for history in sorted(whole.rglob("validation.jsonl")):
         relative = history.relative_to(whole)
-        out += compare_rows(str(relative), _rows(history), _rows(resumed / relative))
+        out += compare_rows(
+            str(relative), _rows(history, timing), _rows(resumed / relative, timing)
+        )
     outputs_a, outputs_b = _outputs(whole), _outputs(resumed)
     for name, target in sorted(outputs_a.items()):
         if name in ignore:
@@ -357,7 +370,7 @@ def check_full_disk(case: CrashCase, disk: Any, root: Path) -> list[str]:
     if "Traceback" in log:
         problems.append("a full disk ended the run with a traceback, not an error message")
     _finish(case, command(case, target, resume=True), root / "resumed.log")
-    return problems + compare_runs(whole, target, ignore=case.ignore)
+    return problems + compare_runs(whole, target, ignore=case.ignore, timing=case.timing)
 
 
 # ------------------------------------------------------------------------------------- fuzz
