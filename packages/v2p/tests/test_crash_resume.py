@@ -35,3 +35,20 @@ def test_generate_killed_after_its_summary_row_logs_it_once_after_resume(tmp_pat
     rows = [json.loads(line) for line in (out / "metrics.jsonl").read_text().splitlines()]
     assert [(r["pages"], r["samples"]) for r in rows] == [(2.0, 4.0)]
     assert json.loads((out / "status.json").read_text())["status"] == "completed"
+
+
+@pytest.mark.slow
+def test_train_killed_at_a_random_point_resumes_to_the_same_metrics(tmp_path):
+    """``v2p.train`` (warm-up stage through hf-sft on the packaged sample, a checkpoint every
+    three steps)."""
+    case = CrashCase(
+        "v2p.train",
+        overrides=(
+            "data.paths=[aworld_rl_v2p:sample_data/data.json]",
+            "trainer.save_steps=3",
+            "trainer.max_steps=8",
+        ),
+        env={"AWORLD_RL_HOME": str(tmp_path / "home")},
+    )
+    report = check_kill_resume(case, tmp_path / "runs", 0)
+    assert report.killed and report.differences == [], report.summary()
