@@ -13,6 +13,10 @@ appears and the end the uninterrupted run took, then ``aworld-run <recipe> --out
   replaced, JSON Lines as a multiset of rows without timing keys; folders file by file),
   minus the case's ``ignore`` list.
 
+Timing keys (wall times, rates, latencies, and the case's own ``timing`` patterns) are left
+out of every comparison; a step counts as logged twice when it has more rows after the resume
+than in the uninterrupted run (a training and an evaluation row may share a step).
+
 :func:`check_full_disk` runs the recipe with its output directory on a small tmpfs that is
 filled once the run has started, expects a clean failure, frees the space and resumes.
 
