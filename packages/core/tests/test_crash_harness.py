@@ -63,6 +63,39 @@ def test_what_the_harness_finds(tmp_path):
     assert "output 'out.jsonl': 0 row(s) only uninterrupted, 1 only after resume" in found
 
 
+def test_a_step_with_a_training_and_an_evaluation_row_is_no_repeat(tmp_path):
+    """funreason_mt.rl logs a training row and an eval row at step 1 in every run: the harness
+    called that a repeat after the resume (a false finding); a third row would be one."""
+    rows = [{"step": 1, "loss": 0.0}, {"step": 1, "eval_loss": 0.0}]
+    a = _run(tmp_path / "a", rows, {})
+    assert compare_runs(a, _run(tmp_path / "b", rows, {})) == []
+    found = compare_runs(a, _run(tmp_path / "c", [rows[0], *rows], {}))
+    assert "metrics.jsonl: step(s) [1] logged more than once after the resume" in found
+
+
+def test_json_lines_under_a_json_name_compare_as_rows(tmp_path):
+    """BFCL's ``*_result.json`` files are JSON Lines: compared as rows without timing keys."""
+    lines = {
+        "r.json": '{"id": "a", "result": [1], "latency": [[1.5]]}\n{"id": "b", "result": []}\n'
+    }
+    later = {
+        "r.json": '{"id": "b", "result": []}\n{"id": "a", "result": [1], "latency": [[9.0]]}\n'
+    }
+    a = _run(tmp_path / "a", ROWS, lines)
+    assert compare_runs(a, _run(tmp_path / "b", ROWS, later)) == []
+    other = {"r.json": '{"id": "a", "result": [2]}\n{"id": "b", "result": []}\n'}
+    assert compare_runs(a, _run(tmp_path / "c", ROWS, other)) == [
+        "output 'r.json': JSON Lines content differs"
+    ]
+
+
+def test_a_cases_own_wall_time_keys_are_not_compared(tmp_path):
+    a = _run(tmp_path / "a", [{"x/seconds_per_question": 1.0, "x/em": 0.5}], {})
+    b = _run(tmp_path / "b", [{"x/seconds_per_question": 2.0, "x/em": 0.5}], {})
+    assert compare_runs(a, b) == ["metrics.jsonl: row 0 differs in ['x/seconds_per_question']"]
+    assert compare_runs(a, b, timing=("seconds_per_question",)) == []
+
+
 def test_timing_keys_are_dropped_recursively():
     row = {
         "step": 1,
@@ -73,6 +106,7 @@ def test_timing_keys_are_dropped_recursively():
         "nested": {"latency_ms": 5, "value": 6},
         "tokens_per_s": 7,
         "reward": 8,
+        "latency": [[45.1], [42.2]],  # BFCL result files: seconds per turn (envtuning.eval)
     }
     assert without_timing(row) == {"step": 1, "nested": {"value": 6}, "reward": 8}
 
@@ -101,4 +135,31 @@ def test_grpo_killed_at_a_random_point_resumes_to_the_same_metrics(tmp_path, see
         env={"AWORLD_RL_HOME": str(tmp_path / "home")},
     )
     report = check_kill_resume(case, tmp_path / "runs", seed)
+    assert report.killed and report.differences == [], report.summary()
+
+
+def test_bfcl_check_resumed_after_its_rows_logs_each_category_once(tmp_path, monkeypatch):
+    """The harness on ``core.bfcl-check`` (tiny-cpu): killed after its per-category rows but
+    before the run was marked completed, the resume replayed every category again and logged
+    its row again (14 rows for 7). The kill is put exactly there: a finished run whose status
+    is set back to running, then ``--resume``."""
+    from aworld_rl_core import cli
+
+    monkeypatch.setenv("AWORLD_RL_HOME", str(tmp_path / "home"))
+    out = tmp_path / "run"
+    base = ["core.bfcl-check", "--output-dir", str(out)]
+    assert cli.main([*base, "--preset", "tiny-cpu", "--quiet"]) == 0
+    first = [json.loads(line) for line in (out / "metrics.jsonl").read_text().splitlines()]
+    status = json.loads((out / "status.json").read_text())
+    (out / "status.json").write_text(json.dumps({**status, "status": "running"}))
+    assert cli.main([*base, "--resume", "--quiet"]) == 0
+    again = [json.loads(line) for line in (out / "metrics.jsonl").read_text().splitlines()]
+    assert [r["step"] for r in again] == [r["step"] for r in first] == list(range(len(first)))
+    assert len(first) >= 2
+
+
+@pytest.mark.slow
+def test_bfcl_check_killed_at_a_random_point_resumes_to_the_same_rows(tmp_path):
+    case = CrashCase("core.bfcl-check", env={"AWORLD_RL_HOME": str(tmp_path / "home")})
+    report = check_kill_resume(case, tmp_path / "runs", 0)
     assert report.killed and report.differences == [], report.summary()

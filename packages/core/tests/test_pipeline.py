@@ -196,3 +196,37 @@ def test_kill_9_then_resume_loses_and_duplicates_nothing(tmp_path):
     assert report["stats"]["records"] == n  # the yields cover the records of both runs
     assert report["stats"]["statuses"] == {"dropped": n // 4, "kept": n - n // 4}
     assert report["stats"]["stages"]["ask"]["calls"] == n  # each finished record asked once
+
+
+def test_seeded_calls_sample_the_same_whatever_else_is_in_flight(tmp_path):
+    """``seed_calls``: each call of a stage gets a seed of its record, stage, attempt and place,
+    so a record redone after a kill asks exactly what it asked before (issue 29: the crash
+    harness found funreason_mt.synthesize's records sampled differently after a resume)."""
+    from aworld_rl_core.pipeline import attempt_seed
+
+    async def twice(item, ctx):
+        client = ctx.client("writer")
+        await client.chat([{"role": "user", "content": "a"}])
+        await client.chat([{"role": "user", "content": "b"}], seed=99)  # a caller's seed stays
+        await client.chat([{"role": "user", "content": "c"}])
+        return Passed(item)
+
+    def seeds(concurrency, n):
+        writer = Writer(lambda m: "ok")
+        pipe = Pipeline([Stage("ask", twice)], clients={"writer": writer}, seed=7, seed_calls=True)
+        asyncio.run(
+            pipe.run(items(n), tmp_path / f"{concurrency}-{n}.jsonl", concurrency=concurrency)
+        )
+        return sorted((text, s["seed"]) for text, s in writer.calls)
+
+    alone, together = seeds(1, 1), seeds(4, 3)
+    base = attempt_seed(7, "r0", "ask", 1)
+    assert alone == [
+        ("a", attempt_seed(base, "r0", "ask", 1)),
+        ("b", 99),
+        ("c", attempt_seed(base, "r0", "ask", 2)),
+    ]
+    assert set(alone) <= set(together) and len(set(together)) == 7  # r1, r2: seeds of their own
+    writer = Writer(lambda m: "ok")  # off by default: calls go as the stage made them
+    asyncio.run(Pipeline([Stage("ask", twice)], clients={"writer": writer}).run_one(items(1)[0]))
+    assert [s.get("seed") for _, s in writer.calls] == [None, 99, None]

@@ -43,8 +43,8 @@ def test_rewind_drops_rows_past_the_checkpoint_step_once(tmp_path):
     log.close()
     with (tmp_path / "metrics.jsonl").open("a") as handle:
         handle.write('{"step": 5, "lo')
-    log = MetricsLog(tmp_path, TrackingConfig(), "demo")
-    assert log.rewind(2) == 3
+    log = MetricsLog(tmp_path, TrackingConfig(), "demo")  # cuts the torn line
+    assert log.rewind(2) == 2
     log.log({"loss": 3.5}, step=3)
     log.close()
     rows = read_metrics(tmp_path / "metrics.jsonl")
@@ -79,3 +79,40 @@ def test_rewind_at_the_end_drops_the_summary_logged_after_training(tmp_path):
         (2, None),
         (None, 1.5),
     ]
+
+
+def test_a_row_logged_after_a_torn_line_is_kept(tmp_path):
+    """A kill mid-write leaves a line without its newline; the next run's first row used to be
+    glued onto it (one unreadable line: the row lost)."""
+    from aworld_rl_core.tracking import MetricsLog, TrackingConfig, read_metrics
+
+    (tmp_path / "metrics.jsonl").write_text('{"step": 1, "loss": 1.0}\n{"step": 2, "lo')
+    log = MetricsLog(tmp_path, TrackingConfig(), "demo", resume=True)
+    log.log({"loss": 2.0}, step=2)
+    log.close()
+    rows = read_metrics(tmp_path / "metrics.jsonl")
+    assert [(r["step"], r["loss"]) for r in rows] == [(1, 1.0), (2, 2.0)]
+
+
+def test_a_resumed_run_logs_its_stepless_summary_once(tmp_path):
+    """Killed after a recipe logged its summary row (no step) but before the run was marked
+    completed: the resumed run does the rest again and logs the summary again, which replaces
+    the first (main kept both: issue 29's crash harness on v2p.generate, 2 rows for 1)."""
+    from aworld_rl_core.tracking import MetricsLog, TrackingConfig, read_metrics
+
+    log = MetricsLog(tmp_path, TrackingConfig(), "demo")
+    log.log({"setup": 1.0})
+    log.log({"pages": 4.0, "samples": 8.0})
+    log.close()
+    log = MetricsLog(tmp_path, TrackingConfig(), "demo", resume=True)
+    log.log({"setup": 1.0})
+    log.log({"other": 3.0})  # a row the first run never logged stays
+    log.log({"pages": 4.0, "samples": 8.0})
+    log.close()
+    rows = [{k: v for k, v in r.items() if k != "time"} for r in read_metrics(log.path)]
+    assert rows == [{"setup": 1.0}, {"other": 3.0}, {"pages": 4.0, "samples": 8.0}]
+    # a run started afresh (not resumed) appends as before
+    log = MetricsLog(tmp_path, TrackingConfig(), "demo")
+    log.log({"other": 3.0})
+    log.close()
+    assert len(read_metrics(log.path)) == 4

@@ -149,3 +149,40 @@ def test_graph_and_trajectory_do_not_depend_on_hash_seeds(tmp_path):
         assert done.returncode == 0, done.stderr[-2000:]
         outputs.append(done.stdout)
     assert outputs[0] == outputs[1]
+
+
+def test_every_agent_call_is_seeded_by_its_record_not_by_what_ran_beside_it(
+    space, graph, tmp_path, monkeypatch
+):
+    """Issue 29: after a kill and ``--resume``, 2 records of ``funreason_mt.synthesize`` (tiny-cpu,
+    a sampling model) differed from the uninterrupted run: calls carried no seed, so a reply
+    depended on the process's random state and on which records were in flight. Each call now
+    has its record's seed: the same calls, with the same seeds, alone or four at a time."""
+    from aworld_rl_funreason_mt.recipes import synthesize as recipe
+
+    class Recording(OracleClient):
+        def __init__(self):
+            super().__init__()
+            self.asked = []
+
+        async def chat(self, messages, **sampling):
+            self.asked.append((messages[-1]["content"], sampling.get("seed")))
+            return await super().chat(messages, **sampling)
+
+    def asked(concurrency):
+        client = Recording()
+        monkeypatch.setattr(
+            recipe, "make_clients", lambda configs: (dict.fromkeys(configs, client), [])
+        )
+        cfg = recipe.SynthesizeConfig(records=4, concurrency=concurrency)
+        synth = Synthesizer(space, graph, cfg.synthesis, seed=cfg.seed)
+        items = [{"key": f"trajectory-{i:06d}"} for i in range(4)]
+        configs = dict.fromkeys(recipe.ROLES)
+        path = tmp_path / f"{concurrency}.jsonl"
+        asyncio.run(recipe.run_pipeline(synth, cfg, configs, items, path))
+        return sorted(client.asked)
+
+    alone, together = asked(1), asked(4)
+    assert alone and all(seed is not None for _, seed in alone)
+    assert alone == together
+    assert len({seed for _, seed in alone}) == len(alone)  # each call its own

@@ -31,3 +31,24 @@ def test_build_index_on_a_disk_that_fills_fails_cleanly_and_resumes(small_disk, 
     small_disk.free()
     problems = check_full_disk(_case(tmp_path), small_disk, tmp_path / "runs")
     assert problems == []
+
+
+@pytest.mark.slow  # about two minutes for the three runs on a loaded CPU
+def test_sft_data_killed_at_a_random_point_resumes_to_the_same_samples(tmp_path):
+    """``rag_r1.sft-data`` (the scripted searcher over the MiniLM index, 40 questions)."""
+    case = CrashCase("rag_r1.sft-data", env={"AWORLD_RL_HOME": str(tmp_path / "home")})
+    report = check_kill_resume(case, tmp_path / "runs", 0)
+    assert report.killed and report.differences == [], report.summary()
+
+
+@pytest.mark.slow
+def test_eval_killed_at_a_random_point_resumes_to_the_same_results(tmp_path):
+    """``rag_r1.eval`` (the scripted searcher's episodes); its wall-time shares are not
+    compared."""
+    case = CrashCase(
+        "rag_r1.eval",
+        env={"AWORLD_RL_HOME": str(tmp_path / "home")},
+        timing=("seconds_per_question", "retrieval_share"),
+    )
+    report = check_kill_resume(case, tmp_path / "runs", 0)
+    assert report.killed and report.differences == [], report.summary()

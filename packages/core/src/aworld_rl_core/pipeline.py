@@ -78,14 +78,27 @@ Stages = Sequence[Stage] | Callable[[Any], Sequence[Stage]]
 
 
 class CountingClient:
-    """An LLM client view that counts each call and its tokens for one record and stage."""
+    """An LLM client view that counts each call and its tokens for one record and stage.
 
-    def __init__(self, client: Any, usage: dict[str, int]) -> None:
+    With ``seeds`` (a function of the call's index in the attempt), a call that names no
+    ``seed`` gets one: the same record, stage, attempt and call sample the same reply in every
+    run and process, whatever else is in flight (a resumed run redoes a record exactly)."""
+
+    def __init__(
+        self,
+        client: Any,
+        usage: dict[str, int],
+        seeds: Callable[[], int] | None = None,
+    ) -> None:
         self.client = client
         self.usage = usage
+        self.seeds = seeds
         self.model = getattr(client, "model", "")
 
     async def chat(self, messages: list[dict[str, Any]], **kwargs: Any) -> Any:
+        configured = "seed" in (getattr(self.client, "defaults", None) or {})
+        if self.seeds is not None and kwargs.get("seed") is None and not configured:
+            kwargs["seed"] = self.seeds()  # (a seed the client's config sets stays)
         completion = await self.client.chat(messages, **kwargs)
         self.usage["calls"] += 1
         usage = getattr(completion, "usage", None) or {}
@@ -114,17 +127,26 @@ class StageContext:
     seed: int
     clients: Mapping[str, Any]
     usage: dict[str, int]
+    seed_calls: bool = False
+    calls_seeded: int = 0
 
     @property
     def last_attempt(self) -> bool:
         return self.attempt >= self.attempts
 
     def client(self, role: str = "default") -> CountingClient:
-        """The LLM client for ``role``; its calls count towards this record and stage."""
+        """The LLM client for ``role``; its calls count towards this record and stage (and,
+        when the pipeline seeds calls, each gets the seed of its place in the attempt)."""
         if role not in self.clients:
             known = ", ".join(sorted(self.clients)) or "none"
             raise KeyError(f"stage {self.stage!r} asked for LLM client {role!r} (known: {known})")
-        return CountingClient(self.clients[role], self.usage)
+        return CountingClient(
+            self.clients[role], self.usage, self._next_seed if self.seed_calls else None
+        )
+
+    def _next_seed(self) -> int:
+        self.calls_seeded += 1
+        return attempt_seed(self.seed, self.key, self.stage, self.calls_seeded)
 
 
 def attempt_seed(base: int, key: str, stage: str, attempt: int) -> int:
@@ -160,6 +182,9 @@ class Pipeline:
 
     ``key`` is a field name of the items or a function of an item (records are skipped by it on
     a rerun); ``serialize`` turns the final item into JSON (default :func:`to_jsonable`).
+    ``seed_calls`` gives every LLM call of a stage that names no ``seed`` its own, from the
+    record, stage, attempt and call: a sampled reply no longer depends on which records were
+    in flight with it, so a killed run redoes its records as an uninterrupted one did.
     """
 
     def __init__(
@@ -170,8 +195,10 @@ class Pipeline:
         key: str | Callable[[Any], Any] = "id",
         seed: int = 0,
         serialize: Callable[[Any], Any] = to_jsonable,
+        seed_calls: bool = False,
     ) -> None:
         self.stages = stages
+        self.seed_calls = seed_calls
         self.clients = dict(clients or {})
         self.key = key
         self.seed = seed
@@ -209,6 +236,7 @@ class Pipeline:
                     seed=attempt_seed(self.seed, key, stage.name, attempt),
                     clients=self.clients,
                     usage=usage,
+                    seed_calls=self.seed_calls,
                 )
                 outcome = await stage.fn(result.item, ctx)
                 note = {"stage": stage.name, "attempt": attempt}

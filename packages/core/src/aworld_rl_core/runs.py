@@ -113,7 +113,7 @@ class Run:
             ) from None
         self.sections: list[tuple[str, str]] = []
         self.warnings = 0  # logged to run.log (the summary points at them)
-        self._metrics = MetricsLog(self.dir, tracking or TrackingConfig(), name)
+        self._metrics = MetricsLog(self.dir, tracking or TrackingConfig(), name, resume=resume)
 
     @property
     def checkpoint_dir(self) -> Path:

@@ -24,8 +24,16 @@ class TrackingConfig:
 class MetricsLog:
     """Appends one JSON object per ``log`` call and forwards to the enabled trackers."""
 
-    def __init__(self, run_dir: Path, tracking: TrackingConfig, run_name: str) -> None:
+    def __init__(
+        self, run_dir: Path, tracking: TrackingConfig, run_name: str, *, resume: bool = False
+    ) -> None:
         self.path = run_dir / "metrics.jsonl"
+        _drop_torn_tail(self.path)  # a line cut by a kill would swallow the next row
+        # a resumed run does its remaining work again, stepless summaries included: the rows
+        # logged without a step after the last stepped one are replaced when logged again
+        self._pending: list[tuple[str, frozenset[str]]] = (
+            _tail_stepless(self.path) if resume else []
+        )
         self._file = self.path.open("a", encoding="utf-8")
         self._tb = self._wandb = None
         if tracking.tensorboard:
@@ -42,6 +50,8 @@ class MetricsLog:
         if step is not None:
             record["step"] = step
         record.update({k: _jsonable(v) for k, v in metrics.items()})
+        if step is None and self._pending:
+            self._replace_pending(frozenset(record) - {"time"})
         self._file.write(json.dumps(record) + "\n")
         self._file.flush()
         numeric = {k: v for k, v in record.items() if isinstance(v, (int, float))}
@@ -79,8 +89,25 @@ class MetricsLog:
                 dropped += 1
         if dropped:
             write_atomic(self.path, "".join(line for line, _ in kept))
+        self._pending = _tail_stepless(self.path) if self._pending else []
         self._file = self.path.open("a", encoding="utf-8")
         return dropped
+
+    def _replace_pending(self, keys: frozenset[str]) -> None:
+        """A resumed run logs a stepless row again (a summary logged before the kill, after
+        the last step): the earlier row with the same keys goes, so the row appears once."""
+        found = next((i for i, (_, k) in enumerate(self._pending) if k == keys), None)
+        if found is None:
+            return
+        line, _ = self._pending.pop(found)
+        self._file.close()
+        lines = self.path.read_text(encoding="utf-8").splitlines(keepends=True)
+        for i in range(len(lines) - 1, -1, -1):
+            if lines[i] == line:
+                del lines[i]
+                break
+        write_atomic(self.path, "".join(lines))
+        self._file = self.path.open("a", encoding="utf-8")
 
     def close(self) -> None:
         self._file.close()
@@ -88,6 +115,36 @@ class MetricsLog:
             self._tb.close()
         if self._wandb is not None:
             self._wandb.finish()
+
+
+def _drop_torn_tail(path: Path) -> None:
+    """Cut a last line left without its newline (a kill mid-write), so rows appended later
+    start on a line of their own."""
+    if not path.is_file():
+        return
+    data = path.read_bytes()
+    if data and not data.endswith(b"\n"):
+        write_atomic(path, data[: data.rfind(b"\n") + 1])
+
+
+def _tail_stepless(path: Path) -> list[tuple[str, frozenset[str]]]:
+    """The rows without a step after the last row with one (each with its keys, minus
+    ``time``); all stepless rows when none has a step."""
+    if not path.is_file():
+        return []
+    tail: list[tuple[str, frozenset[str]]] = []
+    for line in path.read_text(encoding="utf-8").splitlines(keepends=True):
+        try:
+            record = json.loads(line)
+        except json.JSONDecodeError:
+            continue
+        if not isinstance(record, dict):
+            continue
+        if isinstance(record.get("step"), (int, float)):
+            tail = []
+        else:
+            tail.append((line, frozenset(record) - {"time"}))
+    return tail
 
 
 def _jsonable(value: Any) -> Any:

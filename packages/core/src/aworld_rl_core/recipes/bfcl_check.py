@@ -180,6 +180,8 @@ def run(cfg: BfclCheckConfig, run: Run) -> RunResult:
     bfcl_version = version()
     reference, unavailable = _load_reference(run) if cfg.judge.cross_check else (None, "")
     rows: dict[str, dict[str, float]] = {}
+    if run.resume:  # a resumed check replays every category again: each logs its row once
+        run.rewind(-1)
     failures_path = run.dir / "failures.jsonl"
     with failures_path.open("w", encoding="utf-8") as failures:
         for step, name in enumerate(categories):

@@ -13,6 +13,10 @@ appears and the end the uninterrupted run took, then ``aworld-run <recipe> --out
   replaced, JSON Lines as a multiset of rows without timing keys; folders file by file),
   minus the case's ``ignore`` list.
 
+Timing keys (wall times, rates, latencies, and the case's own ``timing`` patterns) are left
+out of every comparison; a step counts as logged twice when it has more rows after the resume
+than in the uninterrupted run (a training and an evaluation row may share a step).
+
 :func:`check_full_disk` runs the recipe with its output directory on a small tmpfs that is
 filled once the run has started, expects a clean failure, frees the space and resumes.
 
@@ -40,7 +44,7 @@ from pathlib import Path
 from typing import Any
 
 TIMING = re.compile(
-    r"(^time$|^built$|(^|[_/])(time|seconds|runtime|elapsed)$|_s$|_ms$|per_s(ec(ond)?)?$|"
+    r"(^time$|^built$|(^|[_/])(time|seconds|runtime|elapsed|latency)$|_s$|_ms$|per_s(ec(ond)?)?$|"
     r"samples_per_second|steps_per_second|^uptime)"
 )
 
@@ -53,6 +57,7 @@ class CrashCase:
     preset: str = "tiny-cpu"
     overrides: Sequence[str] = ()
     ignore: Sequence[str] = ()  # output names (status.json keys) not compared
+    timing: Sequence[str] = ()  # metric keys (regexes) that measure wall time, not compared
     env: Mapping[str, str] = field(default_factory=dict)
     timeout_s: float = 1800.0  # a hung run fails the test instead of CI
 
@@ -161,7 +166,7 @@ def check_kill_resume(case: CrashCase, root: Path, seed: int) -> CrashReport:
     if was_killed:  # (never interrupted: the completed run is compared as it is)
         resume = (killed / "config.yaml").is_file()  # else killed before its directory existed
         _finish(case, command(case, killed, resume=resume), root / "resumed.log")
-    differences = compare_runs(whole, killed, ignore=case.ignore)
+    differences = compare_runs(whole, killed, ignore=case.ignore, timing=case.timing)
     return CrashReport(case, seed, kill_after, was_killed, differences, whole, killed)
 
 
@@ -177,11 +182,17 @@ def without_timing(row: Any) -> Any:
     return row
 
 
-def _rows(path: Path) -> list[Any]:
+def _rows(path: Path, timing: Sequence[str] = ()) -> list[Any]:
     if not path.is_file():
         return []
     lines = path.read_text(encoding="utf-8").splitlines()
     rows = [without_timing(json.loads(line)) for line in lines if line.strip()]
+    if timing:  # the case's own wall-time measures
+        extra = re.compile("|".join(f"(?:{t})" for t in timing))
+        rows = [
+            {k: v for k, v in r.items() if not extra.search(str(k))} if isinstance(r, dict) else r
+            for r in rows
+        ]
     # what a resume reports about itself (``resume_found_checkpoint``) is no training metric
     rows = [
         {k: v for k, v in r.items() if not str(k).startswith("resume_")}
@@ -206,8 +217,13 @@ def _same(a: Any, b: Any, rel: float = 1e-6) -> bool:
 
 def compare_rows(name: str, a: list[Any], b: list[Any]) -> list[str]:
     out = []
-    steps_b = [r.get("step") for r in b if isinstance(r, dict)]
-    repeated = sorted(s for s, n in Counter(steps_b).items() if n > 1 and s is not None)
+    # a step may have rows of several kinds (training, then evaluation at that step): a step
+    # is repeated when it has more rows after the resume than in the uninterrupted run
+    steps_a = Counter(r.get("step") for r in a if isinstance(r, dict))
+    steps_b = Counter(r.get("step") for r in b if isinstance(r, dict))
+    repeated = sorted(
+        s for s, n in steps_b.items() if s is not None and n > 1 and n > steps_a.get(s, 0)
+    )
     if repeated:
         out.append(f"{name}: step(s) {repeated} logged more than once after the resume")
     if len(a) != len(b):
@@ -249,8 +265,9 @@ def _compare_file(name: str, a: Path, b: Path, run_a: Path, run_b: Path) -> list
         try:
             ja = without_timing(json.loads(a.read_text().replace(str(run_a), "<run>")))
             jb = without_timing(json.loads(b.read_text().replace(str(run_b), "<run>")))
-        except ValueError:
-            pass
+        except ValueError:  # JSON Lines under a .json name (BFCL's result files)
+            ca, cb = _canonical_jsonl(a, run_a), _canonical_jsonl(b, run_b)
+            return [] if ca == cb else [f"{name}: JSON Lines content differs"]
         else:
             return [] if _same(ja, jb) else [f"{name}: JSON content differs"]
     ba, bb = a.read_bytes(), b.read_bytes()
@@ -283,18 +300,24 @@ def _outputs(run_dir: Path) -> dict[str, str]:
     return {k: str(v) for k, v in (status.get("outputs") or {}).items()}
 
 
-def compare_runs(whole: Path, resumed: Path, *, ignore: Sequence[str] = ()) -> list[str]:
+def compare_runs(
+    whole: Path, resumed: Path, *, ignore: Sequence[str] = (), timing: Sequence[str] = ()
+) -> list[str]:
     """Every difference between an uninterrupted run directory and a killed-and-resumed one."""
     out: list[str] = []
     status = json.loads((resumed / "status.json").read_text(encoding="utf-8"))
     if status.get("status") != "completed":
         out.append(f"status.json says {status.get('status')!r} after the resume")
     out += compare_rows(
-        "metrics.jsonl", _rows(whole / "metrics.jsonl"), _rows(resumed / "metrics.jsonl")
+        "metrics.jsonl",
+        _rows(whole / "metrics.jsonl", timing),
+        _rows(resumed / "metrics.jsonl", timing),
     )
     for history in sorted(whole.rglob("validation.jsonl")):
         relative = history.relative_to(whole)
-        out += compare_rows(str(relative), _rows(history), _rows(resumed / relative))
+        out += compare_rows(
+            str(relative), _rows(history, timing), _rows(resumed / relative, timing)
+        )
     outputs_a, outputs_b = _outputs(whole), _outputs(resumed)
     for name, target in sorted(outputs_a.items()):
         if name in ignore:
@@ -351,7 +374,7 @@ def check_full_disk(case: CrashCase, disk: Any, root: Path) -> list[str]:
     if "Traceback" in log:
         problems.append("a full disk ended the run with a traceback, not an error message")
     _finish(case, command(case, target, resume=True), root / "resumed.log")
-    return problems + compare_runs(whole, target, ignore=case.ignore)
+    return problems + compare_runs(whole, target, ignore=case.ignore, timing=case.timing)
 
 
 # ------------------------------------------------------------------------------------- fuzz

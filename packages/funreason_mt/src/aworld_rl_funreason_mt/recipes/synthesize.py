@@ -367,7 +367,9 @@ async def run_pipeline(
 
     clients, owned = make_clients(configs)
     stages = record_stages(synth, cfg, on_kept)
-    pipeline = Pipeline(stages, clients=clients, key="key", seed=cfg.seed, serialize=serialize)
+    pipeline = Pipeline(
+        stages, clients=clients, key="key", seed=cfg.seed, serialize=serialize, seed_calls=True
+    )
     try:
         report = await pipeline.run(items, path, concurrency=cfg.concurrency)
         account_llm_errors(counts, *owned)
