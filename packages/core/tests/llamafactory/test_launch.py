@@ -255,3 +255,24 @@ def test_backend_import_is_light():
         "assert b.LlamaFactoryBackend.name == 'llamafactory'\n"
     )
     assert heavy_modules_after(code, ("torch", "transformers", "llamafactory")) == []
+
+
+def test_the_planned_deepspeed_is_the_one_the_llamafactory_extra_installs(tmp_path):
+    """The plan names the DeepSpeed range ``aworld-rl-core[llamafactory]`` installs (it said
+    ``<=0.18.4`` while the extra installs ``<=0.16.4``)."""
+    from importlib.metadata import requires
+
+    from packaging.requirements import Requirement
+
+    job = make_job(
+        tmp_path / "run",
+        rows=[CALC_RECORD] * 4,
+        sections={"llamafactory": LlamaFactoryConfig(zero_stage=3)},
+    )
+    (planned,) = [p for p in LlamaFactoryBackend().plan(job).packages if "deepspeed" in p]
+    (deepspeed,) = [
+        r
+        for r in map(Requirement, requires("aworld-rl-core") or [])
+        if r.name == "deepspeed" and r.marker and r.marker.evaluate({"extra": "llamafactory"})
+    ]
+    assert Requirement(planned.split(" ")[0]).specifier == deepspeed.specifier

@@ -46,6 +46,8 @@ if TYPE_CHECKING:
     from aworld_rl_core.runs import Run, RunResult
 
 POLL_S = 0.5
+DEEPSPEED = "deepspeed>=0.10.0,<=0.16.4"
+"""The DeepSpeed the llamafactory extra installs (LLaMA-Factory 0.9.5's tested range)."""
 LOG_TAIL_LINES = 40
 
 
@@ -77,7 +79,7 @@ class LlamaFactoryBackend:
         )
         packages = ["llamafactory==0.9.5 (its own environment)"]
         if "deepspeed" in args:
-            packages.append("deepspeed>=0.10.0,<=0.18.4 (LLaMA-Factory's bounds)")
+            packages.append(f"{DEEPSPEED} (aworld-rl-core[llamafactory]: LLaMA-Factory's bounds)")
         steps = int(args["max_steps"])
         final = job.run.checkpoint_dir / f"checkpoint-{steps}"
         return p.LaunchPlan(
