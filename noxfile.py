@@ -131,15 +131,19 @@ def tests(session: nox.Session, package: str) -> None:
 @_venv_discarded
 def tests_verl(session: nox.Session) -> None:
     """verl's CPU tests, in a venv with verl[verl-core] (GPU runs are separate): core's, and
-    every package's ``tests/verl`` (the package installed with its ``test-verl`` extra)."""
+    every package's ``tests/verl`` (the package installed with its ``test-verl`` extra). Every
+    paper package is installed (as ``_install_package`` does: after core, bfcl-eval with
+    --no-deps) so core's tests judge each registered recipe's verl presets with verl's own
+    checks; their light dependencies change none of verl[verl-core]'s pins."""
     session.install(TORCH)
     session.install("-e", "packages/core[verl,test-verl]")
-    others = [
-        p for p in PACKAGES if p != "core" and (ROOT / "packages" / p / "tests" / "verl").is_dir()
-    ]
-    for package in others:
+    papers = [p for p in PACKAGES if p != "core"]
+    for package in papers:
         extra = "[test-verl]" if _declares(package, "test-verl") else ""
         session.install("-e", f"packages/{package}{extra}")
+    if any(_needs_bfcl(p) for p in papers):
+        session.install("--no-deps", BFCL)
+    others = [p for p in papers if (ROOT / "packages" / p / "tests" / "verl").is_dir()]
     session.run(
         "pytest",
         "packages/core/tests/verl",

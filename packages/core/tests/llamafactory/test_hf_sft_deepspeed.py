@@ -19,6 +19,8 @@ pytest.importorskip("transformers")
 
 PROBE = """
 import json, sys
+import deepspeed.ops  # no JIT build of the CPU shared-memory allreduce op (minutes of C++, a
+deepspeed.ops.__compatible_ops__["deepspeed_shm_comm"] = False  # shared lock): parsing needs none
 from pathlib import Path
 from aworld_rl_core.backends.base import TrainJob
 from aworld_rl_core.backends.config import ModelConfig, SFTConfig, TrainerConfig, with_section

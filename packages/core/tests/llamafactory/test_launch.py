@@ -104,6 +104,56 @@ def test_command_single_process_and_torchrun(tmp_path):
         "--nproc_per_node=4",
         *worker,
     ]
+    # DeepSpeed on one process goes through torchrun too (LLaMA-Factory refuses it otherwise)
+    assert launch.command("py", 1, spec, deepspeed=True) == [
+        "py",
+        "-m",
+        "torch.distributed.run",
+        "--nproc_per_node=1",
+        *worker,
+    ]
+
+
+@pytest.mark.parametrize("stage", [2, 3])
+def test_zero_stage_writes_cores_zero_config_and_launches_through_torchrun(tmp_path, stage):
+    """``trainer.llamafactory.zero_stage`` without a file of one's own: core's ZeRO config (the
+    one hf-sft writes, precisions left to the worker) in ``<run>/llamafactory/``, passed as
+    ``deepspeed``, the estimate sharded for ZeRO-3, and torchrun even on one GPU."""
+    import yaml
+
+    from aworld_rl_core.backends.hf_sft_launch import zero_config
+
+    lf = LlamaFactoryConfig(zero_stage=stage, cpu_offload=stage == 2)
+    job = make_job(tmp_path / "run", rows=[CALC_RECORD] * 4, sections={"llamafactory": lf})
+    plan = LlamaFactoryBackend().plan(job)
+    work = (tmp_path / "run" / "llamafactory").resolve()
+    args = yaml.safe_load((work / "train_args.yaml").read_text())
+    assert args["deepspeed"] == str(work / f"zero{stage}.json")
+    written = json.loads((work / f"zero{stage}.json").read_text())
+    assert written == zero_config(stage, bf16=None, cpu_offload=stage == 2)
+    assert written["bf16"] == written["fp16"] == {"enabled": "auto"}
+    assert ("offload_optimizer" in written["zero_optimization"]) == (stage == 2)
+    assert plan.steps.engine_settings["deepspeed"] == args["deepspeed"]
+    assert plan.processes[0].command[1:4] == ["-m", "torch.distributed.run", "--nproc_per_node=1"]
+    assert any(p.startswith("deepspeed") for p in plan.packages)
+
+
+def test_a_deepspeed_file_of_ones_own_takes_precedence(tmp_path):
+    mine = tmp_path / "mine.json"
+    mine.write_text(json.dumps({"zero_optimization": {"stage": 2}}))
+    lf = LlamaFactoryConfig(deepspeed=str(mine), zero_stage=3)
+    job = make_job(tmp_path / "run", rows=[CALC_RECORD] * 4, sections={"llamafactory": lf})
+    plan = LlamaFactoryBackend().plan(job)
+    assert plan.steps.engine_settings["deepspeed"] == str(mine)
+    assert not (tmp_path / "run" / "llamafactory" / "zero3.json").exists()
+
+
+def test_zero_stage_1_is_refused_with_the_choices(tmp_path):
+    from aworld_rl_core.config import load_config
+    from aworld_rl_core.errors import ConfigError
+
+    with pytest.raises(ConfigError, match="zero_stage"):
+        load_config(LlamaFactoryConfig, overrides=["zero_stage=1"])
 
 
 def test_python_path_dir_links_our_packages_and_stubs_torchaudio(tmp_path):
@@ -205,3 +255,24 @@ def test_backend_import_is_light():
         "assert b.LlamaFactoryBackend.name == 'llamafactory'\n"
     )
     assert heavy_modules_after(code, ("torch", "transformers", "llamafactory")) == []
+
+
+def test_the_planned_deepspeed_is_the_one_the_llamafactory_extra_installs(tmp_path):
+    """The plan names the DeepSpeed range ``aworld-rl-core[llamafactory]`` installs (it said
+    ``<=0.18.4`` while the extra installs ``<=0.16.4``)."""
+    from importlib.metadata import requires
+
+    from packaging.requirements import Requirement
+
+    job = make_job(
+        tmp_path / "run",
+        rows=[CALC_RECORD] * 4,
+        sections={"llamafactory": LlamaFactoryConfig(zero_stage=3)},
+    )
+    (planned,) = [p for p in LlamaFactoryBackend().plan(job).packages if "deepspeed" in p]
+    (deepspeed,) = [
+        r
+        for r in map(Requirement, requires("aworld-rl-core") or [])
+        if r.name == "deepspeed" and r.marker and r.marker.evaluate({"extra": "llamafactory"})
+    ]
+    assert Requirement(planned.split(" ")[0]).specifier == deepspeed.specifier

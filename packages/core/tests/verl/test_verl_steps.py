@@ -4,12 +4,13 @@ condition decides when the run ends."""
 
 from __future__ import annotations
 
-import inspect
 from dataclasses import replace
 
 import pytest
 
 pytest.importorskip("verl.trainer")
+
+from verl_toys import verl_loader_steps
 
 from aworld_rl_core.backends.verl.config import VerlConfig
 from aworld_rl_core.backends.verl.launcher import LaunchPaths, build_overrides
@@ -21,41 +22,10 @@ PATHS = LaunchPaths("/data/train.parquet", "/data/val.parquet", "/ckpt")
 
 def steps_verl_runs(verl_compose, monkeypatch, *, n_rows, trainer):
     """(steps per epoch, total_training_steps, steps run) by verl's own code."""
-    from verl.trainer.ppo.v1 import trainer_base
-
     overrides = build_overrides(
         ModelConfig(name_or_path="/models/m"), trainer, PATHS, n_rows=n_rows, uses_env=True
     )
-    cfg = verl_compose(overrides)
-    monkeypatch.setattr(
-        trainer_base,
-        "create_rl_dataset",
-        lambda files, data, tok, proc, is_train, max_samples: list(
-            range(n_rows if is_train else 2)
-        ),
-    )
-    monkeypatch.setattr(trainer_base, "create_rl_sampler", lambda data, dataset: None)
-    bare = type("Bare", (trainer_base.PPOTrainer,), {})
-    bare.__abstractmethods__ = frozenset()  # only the loader set-up is called
-    obj = object.__new__(bare)
-    obj.config, obj.tokenizer, obj.processor = cfg, None, None
-    obj.trainer_mode = cfg.trainer.v1.trainer_mode
-    obj.parameter_sync_step = 1
-    obj._init_dataloader()
-    assert obj.steps_per_epoch == len(obj.train_dataloader)  # drop_last: full batches only
-    # verl's V1 loop (fit): epoch = (step - 1) // steps_per_epoch, and
-    fit = inspect.getsource(trainer_base.PPOTrainer.fit)
-    assert (
-        "while current_epoch < self.config.trainer.total_epochs and "
-        "self.global_steps <= self.total_training_steps" in fit
-    )
-    assert "current_epoch = (self.global_steps - 1) // self.steps_per_epoch" in fit
-    step, epoch, ran = 1, 0, 0
-    while epoch < cfg.trainer.total_epochs and step <= obj.total_training_steps:
-        ran += 1
-        step += 1
-        epoch = (step - 1) // obj.steps_per_epoch
-    return obj.steps_per_epoch, obj.total_training_steps, ran
+    return verl_loader_steps(verl_compose(overrides), n_rows, monkeypatch)
 
 
 def trainer_of(batch, *, max_steps=-1, epochs=1.0):

@@ -89,3 +89,44 @@ class ToyPlugin:
     def register_rewards(self, register):
         register("toy.exact", exact_answer, help="exact answer")
         register("toy.brevity", brevity, help="short answers")
+
+
+def verl_loader_steps(cfg: Any, n_rows: int, monkeypatch: Any) -> tuple[int, int, int]:
+    """(steps per epoch, total_training_steps, steps run) for the composed verl config ``cfg``
+    over ``n_rows`` prompts, by verl's own code: its V1 trainer's ``_init_dataloader``
+    (``drop_last=True``) and the condition of its training loop (``fit``)."""
+    import inspect
+
+    from verl.trainer.ppo.v1 import trainer_base
+
+    monkeypatch.setattr(
+        trainer_base,
+        "create_rl_dataset",
+        lambda files, data, tok, proc, is_train, max_samples: list(
+            range(n_rows if is_train else 2)
+        ),
+    )
+    monkeypatch.setattr(trainer_base, "create_rl_sampler", lambda data, dataset: None)
+    bare = type("Bare", (trainer_base.PPOTrainer,), {})
+    bare.__abstractmethods__ = frozenset()  # only the loader set-up is called
+    obj = object.__new__(bare)
+    obj.config, obj.tokenizer, obj.processor = cfg, None, None
+    obj.trainer_mode = cfg.trainer.v1.trainer_mode
+    obj.parameter_sync_step = 1
+    obj._init_dataloader()
+    assert obj.steps_per_epoch == len(obj.train_dataloader)  # drop_last: full batches only
+    if obj.steps_per_epoch == 0:  # no full batch: the loader yields nothing to train on
+        return 0, obj.total_training_steps, 0
+    # verl's V1 loop (fit): epoch = (step - 1) // steps_per_epoch, and
+    fit = inspect.getsource(trainer_base.PPOTrainer.fit)
+    assert (
+        "while current_epoch < self.config.trainer.total_epochs and "
+        "self.global_steps <= self.total_training_steps" in fit
+    )
+    assert "current_epoch = (self.global_steps - 1) // self.steps_per_epoch" in fit
+    step, epoch, ran = 1, 0, 0
+    while epoch < cfg.trainer.total_epochs and step <= obj.total_training_steps:
+        ran += 1
+        step += 1
+        epoch = (step - 1) // obj.steps_per_epoch
+    return obj.steps_per_epoch, obj.total_training_steps, ran

@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import importlib.metadata
 import math
-import os
 from pathlib import Path
 from typing import Any
 
@@ -43,6 +42,7 @@ def _train(name: str, device: str, model: str | None, out: Path, extra: list[str
         "data.prompt=chat_tools",  # tools through the chat template: no bfcl-eval needed
         "trainer.llamafactory.nproc_per_node=1",  # one GPU (the recipe default is the paper 8)
         "trainer.llamafactory.deepspeed=null",
+        "trainer.llamafactory.zero_stage=0",
         *extra,
     ]
     cfg = load_config(entry.config_cls(), preset="tiny-cpu", presets=entry.presets,
@@ -67,10 +67,6 @@ def llamafactory_srml(device: str, model: str | None, out: Path) -> dict[str, An
         return {**detail, "zero3": "skipped: DeepSpeed ZeRO-3 needs a GPU"}
     if not _installed("deepspeed"):
         raise AssertionError("ZeRO-3: deepspeed is not installed (the llamafactory extra has it)")
-    # one rank of a torchrun-style launch: LLaMA-Factory takes DeepSpeed only in distributed mode
-    os.environ.update(
-        RANK="0", WORLD_SIZE="1", LOCAL_RANK="0", LOCAL_WORLD_SIZE="1",
-        MASTER_ADDR="127.0.0.1", MASTER_PORT=os.environ.get("MASTER_PORT", "29551"),
-    )  # fmt: skip
-    zero3 = "trainer.llamafactory.deepspeed=aworld_rl_funreason:configs/deepspeed/zero3.json"
+    # core's ZeRO-3 config; the backend launches it through torchrun (one rank)
+    zero3 = "trainer.llamafactory.zero_stage=3"
     return {**detail, **_train("zero3", device, model, out, [zero3])}

@@ -70,11 +70,15 @@ def hf_sft_section(trainer: Any) -> HfSftConfig:
     return found if isinstance(found, HfSftConfig) else HfSftConfig()
 
 
-def zero_config(stage: int, *, bf16: bool, cpu_offload: bool = False) -> dict[str, Any]:
+def zero_config(
+    stage: int, *, bf16: bool | None, cpu_offload: bool = False, key: str = "trainer.hf-sft"
+) -> dict[str, Any]:
     """A DeepSpeed ZeRO-``stage`` config whose batch sizes, clipping and bucket sizes are
-    ``"auto"``: transformers fills them from its ``TrainingArguments`` (one source of truth)."""
+    ``"auto"``: transformers fills them from its ``TrainingArguments`` (one source of truth).
+    ``bf16=None``: both precisions ``"auto"`` too (the launcher decides, as LLaMA-Factory's
+    worker does from the device); ``key`` names the config section in errors."""
     if stage not in (2, 3):
-        raise ConfigError(f"trainer.hf-sft.zero_stage={stage}: DeepSpeed ZeRO stage 2 or 3")
+        raise ConfigError(f"{key}.zero_stage={stage}: DeepSpeed ZeRO stage 2 or 3")
     zero: dict[str, Any] = {
         "stage": stage,
         "overlap_comm": True,
@@ -92,7 +96,7 @@ def zero_config(stage: int, *, bf16: bool, cpu_offload: bool = False) -> dict[st
     if cpu_offload:
         zero["offload_optimizer"] = {"device": "cpu", "pin_memory": True}
     return {
-        "bf16": {"enabled": "auto" if bf16 else False},
+        "bf16": {"enabled": "auto" if bf16 or bf16 is None else False},
         "fp16": {"enabled": "auto" if not bf16 else False},
         "zero_optimization": zero,
         "gradient_accumulation_steps": "auto",

@@ -57,13 +57,14 @@ def run_as_written(words: list[str], home: Path) -> list[dict[str, Any]]:
 class ReadmeDryRuns:
     """A package's README dry runs, as tests: subclass it in the package's tests with
     ``readme`` (the README's path), ``recipes`` (the recipes its paper dry runs name),
-    ``backend`` and ``plans`` (each run's backend and number of launch plans); override
-    :meth:`check_plans` for more."""
+    ``backend`` and ``plans`` (each run's backend and number of launch plans: one value for
+    every recipe, or a dict by recipe); override :meth:`check_plans` for more. Every plan
+    with a memory estimate must fit the GPU it is judged against (``plan.DEFAULT_GPU_GIB``)."""
 
     readme: Path
     recipes: list[str]
-    backend: str
-    plans: int = 1
+    backend: str | dict[str, str]
+    plans: int | dict[str, int] = 1
 
     def check_plans(self, plans: list[dict[str, Any]]) -> None:
         """More checks of one command's launch plans (none by default)."""
@@ -77,8 +78,19 @@ class ReadmeDryRuns:
     def test_readme_dry_runs_run_as_written(self, aworld_home: Path, capsys: Any) -> None:
         """If this fails: a README dry-run command no longer runs as written on the packaged
         samples (the message names it); fix the command, the preset or the backend's plan."""
+        from aworld_rl_core.backends.plan import DEFAULT_GPU_GIB
+
         for words in dry_run_commands(self.readme):
             plans = run_as_written(words, aworld_home)
-            assert [p["backend"] for p in plans] == [self.backend] * self.plans, words
+            backend = _by_recipe(self.backend, words[1])
+            assert [p["backend"] for p in plans] == [backend] * _by_recipe(self.plans, words[1])
             assert "launch plan(s) written to" in capsys.readouterr().out
+            for plan in plans:
+                total = (plan.get("memory_gib") or {}).get("total")
+                assert total is None or total <= DEFAULT_GPU_GIB, (words, plan["memory_note"])
             self.check_plans(plans)
+
+
+def _by_recipe(value: Any, recipe: str) -> Any:
+    """``value``, or its entry for ``recipe`` when it is a dict by recipe."""
+    return value[recipe] if isinstance(value, dict) else value

@@ -60,13 +60,10 @@ def srml_trainer(**fields: Any) -> TrainerConfig:
     return TrainerConfig(loss=SRML, **fields)
 
 
-ZERO3 = "aworld_rl_funreason:configs/deepspeed/zero3.json"
-"""DeepSpeed ZeRO-3 for LLaMA-Factory (``trainer.llamafactory.deepspeed``), shipped with us."""
-
-
 def paper_trainer() -> TrainerConfig:
     """The paper's SFT setting (batch 512, lr 4e-5, warm-up 0.05, 8 GPUs) through LLaMA-Factory
-    with ZeRO-3; epochs (3) and max length (8192) are not stated first-hand."""
+    with DeepSpeed ZeRO-3 (core's config, ``trainer.llamafactory.zero_stage``); epochs (3) and
+    max length (8192) are not stated first-hand."""
     return srml_trainer(
         backend="llamafactory",
         learning_rate=4e-5,
@@ -74,7 +71,7 @@ def paper_trainer() -> TrainerConfig:
         micro_batch_size=2,
         epochs=3.0,
         sft=SFTConfig(max_length=8192, warmup_ratio=0.05, per_turn=True),
-        sections={"llamafactory": LlamaFactoryConfig(nproc_per_node=8, deepspeed=ZERO3)},
+        sections={"llamafactory": LlamaFactoryConfig(nproc_per_node=8, zero_stage=3)},
     )
 
 

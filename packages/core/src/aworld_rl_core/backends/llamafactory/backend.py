@@ -26,9 +26,11 @@ from aworld_rl_core.backends.llamafactory.config import LlamaFactoryConfig
 from aworld_rl_core.backends.llamafactory.launch import (
     EVAL_NAME,
     TRAIN_NAME,
+    WORK_DIR,
     LlamaFactoryError,
     build_train_args,
     command,
+    deepspeed_file,
     model_source,
     python_path_dir,
     subprocess_env,
@@ -44,6 +46,8 @@ if TYPE_CHECKING:
     from aworld_rl_core.runs import Run, RunResult
 
 POLL_S = 0.5
+DEEPSPEED = "deepspeed>=0.10.0,<=0.16.4"
+"""The DeepSpeed the llamafactory extra installs (LLaMA-Factory 0.9.5's tested range)."""
 LOG_TAIL_LINES = 40
 
 
@@ -59,12 +63,12 @@ class LlamaFactoryBackend:
 
         _check_job(job)
         lf = section(job.trainer, LlamaFactoryConfig)
-        work = job.run.dir.resolve() / "llamafactory"
+        work = job.run.dir.resolve() / WORK_DIR
         inputs = _write_inputs(job, work)
         args = yaml.safe_load(inputs.args_file.read_text(encoding="utf-8"))
         gpus = lf.nproc_per_node
         n = inputs.counts["train_samples"]
-        stage = p.deepspeed_stage(lf.deepspeed)
+        stage = p.deepspeed_stage(args.get("deepspeed"))
         memory, note = p.sft_memory(
             job.model.name_or_path,
             gpus=gpus,
@@ -74,8 +78,8 @@ class LlamaFactoryBackend:
             gradient_checkpointing=not args.get("disable_gradient_checkpointing", False),
         )
         packages = ["llamafactory==0.9.5 (its own environment)"]
-        if lf.deepspeed:
-            packages.append("deepspeed>=0.10.0,<=0.18.4 (LLaMA-Factory's bounds)")
+        if "deepspeed" in args:
+            packages.append(f"{DEEPSPEED} (aworld-rl-core[llamafactory]: LLaMA-Factory's bounds)")
         steps = int(args["max_steps"])
         final = job.run.checkpoint_dir / f"checkpoint-{steps}"
         return p.LaunchPlan(
@@ -83,7 +87,9 @@ class LlamaFactoryBackend:
             processes=[
                 p.Process(
                     "LLaMA-Factory worker",
-                    command(lf.python or "python", gpus, inputs.spec),
+                    command(
+                        lf.python or "python", gpus, inputs.spec, deepspeed="deepspeed" in args
+                    ),
                     writes=[
                         str(inputs.data_dir),
                         str(inputs.args_file),
@@ -127,12 +133,12 @@ class LlamaFactoryBackend:
         _check_job(job)
         lf = section(job.trainer, LlamaFactoryConfig)
         python = _python(lf.python)
-        work = job.run.dir.resolve() / "llamafactory"
+        work = job.run.dir.resolve() / WORK_DIR
         inputs = _write_inputs(job, work)
         path_dir = python_path_dir(work / "pythonpath", stub_torchaudio=lf.stub_torchaudio)
         job.run.log({f"llamafactory/{k}": float(v) for k, v in inputs.counts.items()})
         final = _run_worker(
-            command(python, lf.nproc_per_node, inputs.spec),
+            command(python, lf.nproc_per_node, inputs.spec, deepspeed=inputs.deepspeed),
             subprocess_env(path_dir),
             work,
             work / "worker.log",
@@ -166,6 +172,7 @@ class _Inputs:
     resume_from: Path | None
     counts: dict[str, int]
     steps: int
+    deepspeed: bool
 
 
 def _check_job(job: TrainJob) -> None:
@@ -201,6 +208,7 @@ def _write_inputs(job: TrainJob, work: Path) -> _Inputs:
         n_samples=counts["train_samples"],
         strict=not planning_active(),  # a plan on sample data counts a short epoch as 1 step
     )
+    deepspeed_file(job, write=True)  # the ZeRO config of zero_stage (none for a file of yours)
     args_file = work / "train_args.yaml"
     args_file.write_text(yaml.safe_dump(args, sort_keys=False), encoding="utf-8")
     events = work / "events.jsonl"
@@ -219,7 +227,16 @@ def _write_inputs(job: TrainJob, work: Path) -> _Inputs:
     }
     spec_file = work / "spec.json"
     spec_file.write_text(json.dumps(spec, indent=2), encoding="utf-8")
-    return _Inputs(data_dir, args_file, spec_file, events, resume_from, counts, args["max_steps"])
+    return _Inputs(
+        data_dir,
+        args_file,
+        spec_file,
+        events,
+        resume_from,
+        counts,
+        args["max_steps"],
+        deepspeed="deepspeed" in args,
+    )
 
 
 INSTALL_HINT = (

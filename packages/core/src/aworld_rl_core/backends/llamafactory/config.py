@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Literal
 
 from aworld_rl_core.config import option
 
@@ -21,13 +21,25 @@ class LlamaFactoryConfig:
     lora_rank: int = option(8, help="LoRA rank (finetuning_type=lora)")
     lora_alpha: int | None = option(None, help="LoRA alpha; default: 2 x lora_rank")
     lora_target: str = option("all", help="LoRA target modules, comma-separated, or 'all'")
-    deepspeed: str | None = option(None, help="DeepSpeed config path")
+    deepspeed: str | None = option(
+        None, help="DeepSpeed config path (a file of your own; takes precedence over zero_stage)"
+    )
+    zero_stage: Literal[0, 2, 3] = option(
+        0,
+        help="DeepSpeed ZeRO stage when no deepspeed file is given: 0 = none (plain DDP); 2 = "
+        "optimizer state and gradients sharded; 3 = parameters too. Writes "
+        "<run>/llamafactory/zero<stage>.json (core's ZeRO config, batch sizes 'auto') and "
+        "launches through torchrun (LLaMA-Factory takes DeepSpeed only in distributed mode)",
+    )
+    cpu_offload: bool = option(False, help="ZeRO: offload optimizer state to CPU memory")
     python: str | None = option(
         None,
         help="python of the LLaMA-Factory environment (e.g. /work/venvs/lf/bin/python); "
         "default: the current interpreter",
     )
-    nproc_per_node: int = option(1, help="processes (GPUs) per node; > 1 launches through torchrun")
+    nproc_per_node: int = option(
+        1, help="processes (GPUs) per node; > 1 (or DeepSpeed) launches through torchrun"
+    )
     stub_torchaudio: bool = option(
         True,
         help="put a stub torchaudio first on the subprocess's PYTHONPATH (LLaMA-Factory imports "

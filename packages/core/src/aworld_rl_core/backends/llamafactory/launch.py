@@ -160,8 +160,9 @@ def build_train_args(
         args["template"] = lf.template
     if resume_from is not None:
         args["resume_from_checkpoint"] = str(resume_from)
-    if lf.deepspeed:
-        args["deepspeed"] = lf.deepspeed
+    deepspeed = deepspeed_file(job, write=False)
+    if deepspeed:
+        args["deepspeed"] = deepspeed
     if lf.finetuning_type == "lora":
         args.update(
             lora_rank=lf.lora_rank,
@@ -175,6 +176,34 @@ def build_train_args(
             per_device_eval_batch_size=trainer.micro_batch_size,
         )
     return {k: v for k, v in args.items() if v is not None}
+
+
+WORK_DIR = "llamafactory"
+"""The backend's folder in the run directory (data, arguments, ZeRO config, worker log)."""
+
+
+def deepspeed_file(job: TrainJob, *, write: bool) -> str | None:
+    """The DeepSpeed config the job trains with: ``trainer.llamafactory.deepspeed`` when given,
+    else the ZeRO config of ``trainer.llamafactory.zero_stage`` (core's ``zero_config``, both
+    precisions ``"auto"``: the worker sets bf16/fp16 for the device), written to
+    ``<run>/llamafactory/zero<stage>.json`` when ``write``."""
+    import json
+
+    from aworld_rl_core.backends.hf_sft_launch import zero_config
+
+    lf = section(job.trainer, LlamaFactoryConfig)
+    if lf.deepspeed:
+        return lf.deepspeed
+    if lf.zero_stage == 0:
+        return None
+    path = job.run.dir.resolve() / WORK_DIR / f"zero{lf.zero_stage}.json"
+    if write:
+        config = zero_config(
+            lf.zero_stage, bf16=None, cpu_offload=lf.cpu_offload, key="trainer.llamafactory"
+        )
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(json.dumps(config, indent=2), encoding="utf-8")
+    return str(path)
 
 
 def python_path_dir(directory: Path, *, stub_torchaudio: bool) -> Path:
@@ -219,9 +248,11 @@ def subprocess_env(path_dir: Path) -> dict[str, str]:
     return env
 
 
-def command(python: str, nproc_per_node: int, spec: Path) -> list[str]:
-    """The worker command line (through torchrun for several processes per node)."""
+def command(python: str, nproc_per_node: int, spec: Path, *, deepspeed: bool = False) -> list[str]:
+    """The worker command line: through torchrun for several processes per node, and for
+    DeepSpeed even on one (LLaMA-Factory refuses DeepSpeed outside distributed mode:
+    "Please use `FORCE_TORCHRUN=1` to launch DeepSpeed training")."""
     module = ["-m", "aworld_rl_core.backends.llamafactory.worker", str(spec)]
-    if nproc_per_node == 1:
+    if nproc_per_node == 1 and not deepspeed:
         return [python, *module]
     return [python, "-m", "torch.distributed.run", f"--nproc_per_node={nproc_per_node}", *module]
