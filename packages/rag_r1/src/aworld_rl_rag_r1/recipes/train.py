@@ -17,7 +17,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from aworld_rl_core.backends.verl.config import CriticConfig, VerlConfig
-from aworld_rl_core.config import option, to_dict
+from aworld_rl_core.config import limit_option, option, to_dict
 from aworld_rl_core.models.config import ModelConfig
 from aworld_rl_core.runs import Run, RunResult
 from aworld_rl_core.tracking import TrackingConfig
@@ -94,8 +94,8 @@ class TrainDataConfig:
     )
     val: str = option("", help="validation question file (empty: none)")
     format: QAFormat = option("auto", help="file format")
-    limit: int = option(0, help="first N training questions (0 = all)")
-    val_limit: int = option(0, help="first N validation questions (0 = all)")
+    limit: int | None = limit_option("first N training questions")
+    val_limit: int | None = limit_option("first N validation questions")
     heldout: int = option(
         0,
         help="the last N questions of data.train are held out (never trained on, never used to "
@@ -198,7 +198,7 @@ class TrainConfig:
     tracking: TrackingConfig = option(factory=TrackingConfig, help="experiment trackers")
 
 
-def _rows(path: str, cfg: TrainConfig, limit: int) -> list[dict[str, Any]]:
+def _rows(path: str, cfg: TrainConfig, limit: int | None) -> list[dict[str, Any]]:
     from aworld_rl_rag_r1.recipes.eval import EvalDataConfig, load_questions
 
     if not path:
@@ -264,7 +264,7 @@ def splits(cfg: TrainConfig) -> Splits:
         )
     end = len(rows) - n_held
     train = rows[: end - n_val]
-    if cfg.data.limit:
+    if cfg.data.limit is not None:
         train = train[: cfg.data.limit]
     return Splits(train, rows[end - n_val : end], rows[end:])
 

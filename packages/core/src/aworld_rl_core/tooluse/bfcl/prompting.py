@@ -7,9 +7,9 @@ executed and their results come back as ``tool`` messages (``name``: the call, `
 result); a reply that holds no call (or does not decode) ends the user turn, and the next one
 opens (BFCL's "new functions" message on a held-out function's turn). Calls in a turn where the
 model should abstain are executed too: BFCL's eval runner only judges the API state and results
-of the turns that have ground truth. After more than ``max_steps`` replies with calls in one turn
-(BFCL: 20), the episode is force-quit: the result lacks the remaining turns and BFCL's scorer
-fails it (``multi_turn:force_terminated``), unless it was the last turn.
+of the turns that have ground truth. After more than ``max_steps_per_turn`` replies with calls in
+one turn (BFCL: 20), the episode is force-quit: the result lacks the remaining turns and BFCL's
+scorer fails it (``multi_turn:force_terminated``), unless it was the last turn.
 
 Decoding never evaluates text (core's literal-only reader): arguments that are not literals
 (``city=London``, ``n=2*3``) make the reply a non-call here, where BFCL's decoder reads them.
@@ -58,15 +58,15 @@ class BfclEnv:
     """A server's separate reasoning stays out of the decoded text, as BFCL's handlers keep
     ``reasoning_content`` apart (the episode engine reads this)."""
 
-    def __init__(self, entry: BfclEntry, *, max_steps: int = MAXIMUM_STEP_LIMIT) -> None:
+    def __init__(self, entry: BfclEntry, *, max_steps_per_turn: int = MAXIMUM_STEP_LIMIT) -> None:
         if entry.is_agentic:
             pass  # judged on its answer (agentic.judge_agentic), not turn by turn
         elif not entry.is_multi_turn or entry.ground_truth is None:
             raise ValueError(f"{entry.id}: BfclEnv needs a multi-turn entry with ground truth")
-        if max_steps < 1:
-            raise ValueError(f"max_steps must be >= 1, got {max_steps}")
+        if max_steps_per_turn < 1:
+            raise ValueError(f"max_steps_per_turn must be >= 1, got {max_steps_per_turn}")
         self.entry = entry
-        self.max_steps = max_steps
+        self.max_steps_per_turn = max_steps_per_turn
         self._episode: MultiTurnEpisode | None = None
         self.result: list[list[str]] = []
         self.calls_per_turn: list[list[list[str]]] = []
@@ -124,7 +124,7 @@ class BfclEnv:
             for name, content in zip(rendered, results, strict=True)
         ]
         self._call_steps += 1
-        if self._call_steps > self.max_steps:
+        if self._call_steps > self.max_steps_per_turn:
             self.force_quit = True
             return self._finish()
         return Step(observation=observation, info=self._info())
