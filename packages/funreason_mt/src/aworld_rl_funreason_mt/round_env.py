@@ -23,7 +23,7 @@ from typing import Any, Literal
 
 from aworld_rl_core.environment import Message, Step
 from aworld_rl_core.tooluse import Call, get_parser, signatures_from_tools
-from aworld_rl_core.tooluse.bfcl.environment import tool_message
+from aworld_rl_core.tooluse.bfcl.turns import tool_message
 from aworld_rl_funreason_mt.space import Session
 
 SYSTEM_TEMPLATE = """\
@@ -127,20 +127,20 @@ class RoundEnv:
         history: Sequence[Message],
         user: str,
         function_docs: Sequence[Mapping[str, Any]],
-        max_steps: int = 8,
+        max_steps_per_turn: int = 8,
         inject_error_at: int | None = None,
         error_text: str = TRANSIENT_ERRORS[0],
         error_kind: ErrorKind = "transient",
         login_tools: Mapping[str, str] | None = None,
         producers: Mapping[str, Mapping[str, Sequence[str]]] | None = None,
     ) -> None:
-        if max_steps < 1:
-            raise ValueError(f"max_steps must be >= 1, got {max_steps}")
+        if max_steps_per_turn < 1:
+            raise ValueError(f"max_steps_per_turn must be >= 1, got {max_steps_per_turn}")
         self.session = session
         self.system = system
         self.history = [dict(m) for m in history]
         self.user = user
-        self.max_steps = max_steps
+        self.max_steps_per_turn = max_steps_per_turn
         self.inject_error_at = inject_error_at
         self.error_text = error_text
         if error_kind not in ERROR_KINDS:
@@ -264,7 +264,7 @@ class RoundEnv:
             )
 
     def _continue(self, observation: list[Message], reward: float = 0.0) -> Step:
-        if self.steps >= self.max_steps:
+        if self.steps >= self.max_steps_per_turn:
             return Step(observation=[], reward=reward, done=True, info=self.info(truncated=True))
         return Step(observation=observation, reward=reward, info=self.info())
 
