@@ -175,6 +175,19 @@ class Feedback:
     def result_text(self, env: BfclTurnEnv, result: ToolResult) -> str:
         return result.text
 
+    def failed(self, result: ToolResult) -> bool:
+        """Whether a result counts as a failed call (``tool_error`` step, ``tool_errors``)."""
+        return result.kind != "ok"
+
+    def failure(self, env: BfclTurnEnv, result: ToolResult) -> dict[str, Any]:
+        """The record of a failed call (``state.failures``: what a hint miner reads)."""
+        return {
+            "turn": env.episode.turn,
+            "method": result.call.name if result.call else "",
+            "arguments": dict(result.call.arguments) if result.call else {},
+            "error": result.text,
+        }
+
     def next_turn(self, env: BfclTurnEnv, messages: list[Message]) -> list[Message]:
         return messages
 
@@ -286,29 +299,16 @@ class BfclTurnEnv:
         texts = []
         failed_any = False
         for result in results:
-            failed = self.feedback_failed(result)
+            failed = self.feedback.failed(result)
             failed_any |= failed
             state.tool_errors += failed
             if result.is_error:
-                method = result.call.name if result.call else ""
-                state.failures.append(
-                    {
-                        "turn": episode.turn,
-                        "method": method,
-                        "arguments": dict(result.call.arguments) if result.call else {},
-                        "error": result.text,
-                    }
-                )
+                state.failures.append(self.feedback.failure(self, result))
             texts.append(self.feedback.result_text(self, result))
         state.tool_calls += len(results)
         state.calls_per_turn[-1].append(rendered)
         state.kinds.append("tool_error" if failed_any else "tool_ok")
         return self.protocol.render(self, rendered, texts)
-
-    def feedback_failed(self, result: ToolResult) -> bool:
-        """Whether a result counts as a failed call (the feedback part may say otherwise)."""
-        judge = getattr(self.feedback, "failed", None)
-        return bool(judge(result)) if judge is not None else result.kind != "ok"
 
     def _continue(self, observation: list[Message]) -> Step:
         if self.policy.capped(self.state):
@@ -361,6 +361,16 @@ class BfclTurnEnv:
         return float(increment)
 
     # -- views ---------------------------------------------------------------------------------
+
+    @property
+    def paid(self) -> float:
+        """The rewards paid so far, summed."""
+        return self._paid
+
+    @property
+    def live_episode(self) -> MultiTurnEpisode | None:
+        """The episode's API instances and judge, None before ``reset`` or after ``close``."""
+        return self._episode
 
     @property
     def calls_per_turn(self) -> list[list[list[str]]]:
