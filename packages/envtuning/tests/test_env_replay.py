@@ -78,6 +78,49 @@ def cases():
     return out
 
 
+def cases_from_parts():
+    """The default and no-hints cases on BFCL entries, the environment built by core's
+    ``core.bfcl-turns`` from EnvTuning's registered parts by name (no class of its own)."""
+    from aworld_rl_core.registry import get_environment
+    from aworld_rl_envtuning.env import get_entry
+
+    make = get_environment("core.bfcl-turns")
+    parts = {
+        "default": {"turns": {"name": "core.turns", "max_steps_per_turn": 5}},
+        "no-hints-cap2-no_call": {
+            "turns": {"name": "core.turns", "max_steps_per_turn": 2, "abstain_credit": "no_call"},
+            "feedback": {"name": "envtuning.feedback", "augmentation": False},
+        },
+    }
+    out = {}
+    for entry_id in ENTRIES[:3]:
+        for name, replies in scripts(get_entry(entry_id)).items():
+            for label, chosen in parts.items():
+                options = {
+                    "protocol": "envtuning.protocol",
+                    "feedback": "envtuning.feedback",
+                    "reward": "envtuning.reward",
+                    **chosen,
+                }
+                options["turns"] = {
+                    "abstain": "block",
+                    "abstain_credit": "clean",
+                    **options["turns"],
+                }
+                out[f"{label}/{entry_id}/{name}"] = (
+                    lambda o=options, r={"entry_id": entry_id}: make(r, **o),
+                    replies,
+                )
+    return out
+
+
+def test_registered_parts_make_the_same_environment():
+    """If this fails: ``core.bfcl-turns`` with EnvTuning's registered parts no longer plays as
+    ``envtuning.bfcl`` does."""
+    problems = mismatches(cases_from_parts(), RECORDED)
+    assert not problems, "\n".join(problems[:20])
+
+
 def test_same_episodes_as_recorded():
     """If this fails: EnvTuning's environment changed behaviour (the message names the case,
     step and field); if that is deliberate, re-record (module docstring) and say why."""

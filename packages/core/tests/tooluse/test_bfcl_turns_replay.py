@@ -82,6 +82,50 @@ def cases():
     return out
 
 
+def cases_from_parts():
+    """core.bfcl-multi-turn's cases, the environment built by ``core.bfcl-turns`` from the
+    registered parts by name (no class of its own)."""
+    from aworld_rl_core.registry import get_environment
+
+    make = get_environment("core.bfcl-turns")
+    parts = {
+        "turns": {"name": "core.turns", "max_steps_per_turn": 2},
+        "reward": {"name": "core.reward", "kind": "progress"},
+    }
+    out = {}
+    for entry_id in ENTRIES:
+        row = {"entry_id": entry_id}
+        for name, replies in core_scripts(_entry(entry_id)).items():
+            out[f"core/{entry_id}/{name}"] = (lambda r=row: make(r), replies)
+            out[f"core-progress-cap2/{entry_id}/{name}"] = (lambda r=row: make(r, **parts), replies)
+    return out
+
+
+def test_registered_parts_make_the_same_environment():
+    """If this fails: ``core.bfcl-turns`` with core's registered parts (``core.parser``,
+    ``core.turns``, ``core.feedback``, ``core.reward``) no longer plays as
+    ``core.bfcl-multi-turn`` does."""
+    problems = mismatches(cases_from_parts(), RECORDED)
+    assert not problems, "\n".join(problems[:20])
+
+
+def test_a_part_of_another_role_or_name_is_an_error():
+    import pytest
+
+    from aworld_rl_core.errors import PluginError
+    from aworld_rl_core.registry import get_environment
+
+    make = get_environment("core.bfcl-turns")
+    with pytest.raises(ValueError, match="protocol='core.reward' is a registered reward part"):
+        make({"entry_id": "multi_turn_base_0"}, protocol="core.reward")
+    with pytest.raises((PluginError, KeyError), match="core.no-such"):
+        make({"entry_id": "multi_turn_base_0"}, feedback="core.no-such")
+    with pytest.raises(ValueError, match="max_steps_per_turn must be >= 1"):
+        make(
+            {"entry_id": "multi_turn_base_0"}, turns={"name": "core.turns", "max_steps_per_turn": 0}
+        )
+
+
 def test_same_episodes_as_recorded():
     """If this fails: an environment's behaviour changed (the message names the case, step and
     field); if the change is deliberate, re-record (module docstring) and say why."""

@@ -97,7 +97,14 @@ class EnvTuningFeedback(Feedback):
         self.augmenter = augmenter
         self.think_tag = think_tag
         self.error_dicts_fail = error_dicts_fail
-        self.owners: dict[str, str] = {}
+        self._owners: tuple[int, dict[str, str]] = (0, {})
+
+    def owner(self, env: BfclTurnEnv, method: str) -> str | None:
+        """The API class of ``method`` in this episode (read once per episode)."""
+        episode = env.episode
+        if self._owners[0] != id(episode):
+            self._owners = (id(episode), method_owners(episode.instances))
+        return self._owners[1].get(method)
 
     def format_error(self, env: BfclTurnEnv, reply: Reply) -> list[Message]:
         return [_user(_format_feedback(reply.parsed, self.think_tag))]
@@ -107,12 +114,12 @@ class EnvTuningFeedback(Feedback):
 
     def result_text(self, env: BfclTurnEnv, result: ToolResult) -> str:
         method = result.call.name if result.call else ""
-        owner = self.owners.get(method)
+        owner = self.owner(env, method)
         return self.augmenter.render(owner, method, result.text, failed=result.is_error)
 
     def failure(self, env: BfclTurnEnv, result: ToolResult) -> dict[str, Any]:
         method = result.call.name if result.call else ""
-        return {**super().failure(env, result), "class": self.owners.get(method)}
+        return {**super().failure(env, result), "class": self.owner(env, method)}
 
     def next_turn(self, env: BfclTurnEnv, messages: list[Message]) -> list[Message]:
         if messages:
@@ -234,12 +241,6 @@ class EnvTuningEnv(BfclTurnEnv):
         self.think_tag = think_tag
         self.abstain_credit = abstain_credit
 
-    def reset(self) -> list[Message]:
-        """Opening messages: the system prompt with the first turn's tools, the first user turn."""
-        messages = super().reset()
-        self.feedback.owners = method_owners(self.episode.instances)  # type: ignore[attr-defined]
-        return messages
-
     @property
     def stats(self) -> EpisodeStats:
         return stats_of(self)
@@ -268,6 +269,44 @@ class EnvTuningEnv(BfclTurnEnv):
     def final_info(self) -> dict[str, Any]:
         """What the episode did so far (the ``info`` of the last step)."""
         return self.reward_part.final_info(self)
+
+
+def protocol_part(
+    entry: BfclEntry,
+    prompt_style: PromptStyle = "basic",
+    tool_docs: ToolDocs = "json",
+    think_tag: str = "think",
+) -> EnvTuningProtocol:
+    """``envtuning.protocol``: think_json replies, EnvTuning's opening and result message."""
+    return EnvTuningProtocol(
+        "think_json", {"think_tag": think_tag}, prompt_style, tool_docs, think_tag
+    )
+
+
+def feedback_part(
+    entry: BfclEntry,
+    augmentation: bool = True,
+    hint_packs: tuple[str, ...] = (),
+    think_tag: str = "think",
+    error_dicts_fail: bool = True,
+) -> EnvTuningFeedback:
+    """``envtuning.feedback``: the format reminder, hints on failed calls (``hint_packs``: names
+    or files, loaded once per process), the abstain-turn warning."""
+    from aworld_rl_core.resources import shared
+
+    sources = [str(s) for s in hint_packs]
+    hints = (
+        shared("envtuning.hints", {"sources": sources}, lambda: _hints(sources))
+        if sources
+        else None
+    )
+    augmenter = Augmenter(hints, enabled=augmentation)
+    return EnvTuningFeedback(augmenter, think_tag=think_tag, error_dicts_fail=error_dicts_fail)
+
+
+def reward_part(entry: BfclEntry, **spec: Any) -> EnvTuningReward:
+    """``envtuning.reward``: a :class:`RewardSpec` (name, denominator, ...), paid as increments."""
+    return EnvTuningReward(RewardSpec(**spec))
 
 
 def _user(content: str) -> Message:

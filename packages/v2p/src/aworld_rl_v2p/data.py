@@ -196,6 +196,8 @@ def sample_across(
     """``n`` samples spread over the groups (round robin over the groups, each group's own
     order shuffled with ``seed``), in the dataset's order; all of them when ``n`` is None or
     more than there are."""
+    if n is not None and n < 1:
+        raise ValueError(f"n={n}: give N >= 1, or None for all (0 no longer means all)")
     if n is None or n >= len(samples):
         return list(samples)
     groups: dict[str, list[int]] = defaultdict(list)

@@ -255,7 +255,7 @@ class Splits:
 
 def splits(cfg: TrainConfig) -> Splits:
     """data.train cut into training, validation and held-out questions (see data.heldout)."""
-    rows = _rows(cfg.data.train, cfg, 0)
+    rows = _rows(cfg.data.train, cfg, None)
     n_held, n_val = cfg.data.heldout, cfg.data.validation
     if n_held + n_val >= len(rows) and (n_held or n_val):
         raise ValueError(

@@ -126,18 +126,7 @@ class BfclMultiTurnEnv(BfclTurnEnv):
     @classmethod
     def from_row(cls, row: Mapping[str, Any], **options: Any) -> BfclMultiTurnEnv:
         """The registered factory: the row's ``bfcl_entry`` or ``entry_id`` (module docstring)."""
-        if not isinstance(row, Mapping):
-            raise ValueError(f"a BFCL row must be a mapping, got {type(row).__name__}")
-        if row.get("bfcl_entry") is not None:
-            raw = row["bfcl_entry"]
-            entry = _entry_from_json(raw if isinstance(raw, str) else json.dumps(raw))
-        elif row.get("entry_id"):
-            entry = entry_by_id(str(row["entry_id"]))
-        else:
-            raise ValueError(
-                f"a BFCL row needs 'bfcl_entry' (an entry or its JSON) or 'entry_id'; got keys "
-                f"{sorted(row)}"
-            )
+        entry = _row_entry(row)
         prompt = row.get("prompt")
         opening = prompt if isinstance(prompt, list) and prompt else None
         return cls(entry, opening=opening, **options)
@@ -147,6 +136,21 @@ class BfclMultiTurnEnv(BfclTurnEnv):
 
     def final_info(self) -> dict[str, Any]:
         return self.reward_part.final_info(self)
+
+
+def _row_entry(row: Mapping[str, Any]) -> BfclEntry:
+    """The row's ``bfcl_entry`` or ``entry_id`` (module docstring)."""
+    if not isinstance(row, Mapping):
+        raise ValueError(f"a BFCL row must be a mapping, got {type(row).__name__}")
+    if row.get("bfcl_entry") is not None:
+        raw = row["bfcl_entry"]
+        return _entry_from_json(raw if isinstance(raw, str) else json.dumps(raw))
+    if row.get("entry_id"):
+        return entry_by_id(str(row["entry_id"]))
+    raise ValueError(
+        f"a BFCL row needs 'bfcl_entry' (an entry or its JSON) or 'entry_id'; got keys "
+        f"{sorted(row)}"
+    )
 
 
 @functools.lru_cache(maxsize=64)
@@ -165,6 +169,40 @@ def entry_by_id(entry_id: str) -> BfclEntry:
     if entry_id not in entries:
         raise KeyError(f"no BFCL multi-turn entry {entry_id!r} (ids look like multi_turn_base_0)")
     return entries[entry_id]
+
+
+def parser_protocol(
+    entry: BfclEntry, parser: str = "think_tool_python", **options: Any
+) -> ParserProtocol:
+    """``core.parser``: a registered parser with core's options for the entry (and ``options``)."""
+    return ParserProtocol(parser, {**parser_options(entry, parser), **options})
+
+
+def core_reward(entry: BfclEntry, kind: RewardKind = "binary") -> CoreReward:
+    """``core.reward``: binary or progress, paid at the end."""
+    return CoreReward(kind)
+
+
+def env_from_parts(
+    row: Mapping[str, Any],
+    *,
+    protocol: Any = "core.parser",
+    turns: Any = "core.turns",
+    feedback: Any = "core.feedback",
+    reward: Any = "core.reward",
+) -> BfclTurnEnv:
+    """``core.bfcl-turns``: the row's entry (as for ``core.bfcl-multi-turn``) in an environment
+    built from registered episode parts, each a name or ``{"name": ..., **options}``."""
+    from aworld_rl_core.tooluse.bfcl.turns import build_part
+
+    entry = _row_entry(row)
+    return BfclTurnEnv(
+        entry,
+        protocol=build_part(protocol, entry, "protocol"),
+        policy=build_part(turns, entry, "turns"),
+        feedback=build_part(feedback, entry, "feedback"),
+        reward=build_part(reward, entry, "reward"),
+    )
 
 
 def env_from_row(row: Mapping[str, Any], **options: Any) -> BfclMultiTurnEnv:

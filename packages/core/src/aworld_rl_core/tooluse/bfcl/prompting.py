@@ -163,6 +163,16 @@ class BfclEnv(BfclTurnEnv):
         return self.reward_part.final_info(self)
 
 
+def prompting_protocol(entry: BfclEntry) -> PromptingProtocol:
+    """``core.bfcl-prompting``."""
+    return PromptingProtocol()
+
+
+def prompting_record(entry: BfclEntry) -> PromptingRecord:
+    """``core.prompting-record``."""
+    return PromptingRecord()
+
+
 def ground_truth_replies(entry: BfclEntry) -> list[list[str]]:
     """What a perfect prompting model writes, per user turn: the turn's ground-truth calls as
     one call list (positional arguments named, since BFCL's decoder drops them), then a reply

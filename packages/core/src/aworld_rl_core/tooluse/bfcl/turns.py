@@ -26,7 +26,6 @@ adds its own without touching core. The episode engine drives the result like an
 
 from __future__ import annotations
 
-import dataclasses
 import json
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
@@ -212,11 +211,16 @@ class Reward:
 
 
 class BfclTurnEnv:
-    """One episode of one BFCL multi-turn entry, from parts (module docstring)."""
+    """One episode of one BFCL multi-turn entry, from parts (module docstring).
+
+    The skeleton reads only the entry's ``id`` and ``ground_truth`` (None: not judged turn by
+    turn); ``new_episode(entry)`` gives what it plays in (default: a judged
+    :class:`MultiTurnEpisode`), ``on_finish(env)`` runs when the episode ends.
+    """
 
     def __init__(
         self,
-        entry: BfclEntry,
+        entry: BfclEntry | Any,
         *,
         protocol: Protocol,
         policy: TurnPolicy,
@@ -385,6 +389,31 @@ class BfclTurnEnv:
         return self.state.format_errors
 
 
-def replace_policy(policy: TurnPolicy, **changes: Any) -> TurnPolicy:
-    """``policy`` with ``changes`` (checked again)."""
-    return dataclasses.replace(policy, **changes)
+def turn_policy(entry: Any, **options: Any) -> TurnPolicy:
+    """``core.turns``: a :class:`TurnPolicy` from its options."""
+    return TurnPolicy(**options)
+
+
+def feedback(entry: Any) -> Feedback:
+    """``core.feedback``: core's :class:`Feedback`."""
+    return Feedback()
+
+
+def build_part(spec: Any, entry: Any, role: str) -> Any:
+    """The registered part ``spec`` names (a name, or ``{"name": ..., **options}``) built for
+    ``entry``; a part registered with another role is an error naming both."""
+    from aworld_rl_core.registry import get_episode_part
+
+    if isinstance(spec, str):
+        name, options = spec, {}
+    elif isinstance(spec, dict) and isinstance(spec.get("name"), str):
+        options = dict(spec)
+        name = options.pop("name")
+    else:
+        raise ValueError(f"{role}: a part's name or {{name: ..., options}}, got {spec!r}")
+    registered = get_episode_part(name)
+    if registered.meta.get("role") != role:
+        raise ValueError(
+            f"{role}={name!r} is a registered {registered.meta.get('role')} part, not a {role}"
+        )
+    return registered.load()(entry, **options)
