@@ -97,13 +97,13 @@ class EnvTuningFeedback(Feedback):
         self.augmenter = augmenter
         self.think_tag = think_tag
         self.error_dicts_fail = error_dicts_fail
-        self._owners: tuple[int, dict[str, str]] = (0, {})
+        self._owners: tuple[object, dict[str, str]] = (None, {})
 
     def owner(self, env: BfclTurnEnv, method: str) -> str | None:
         """The API class of ``method`` in this episode (read once per episode)."""
         episode = env.episode
-        if self._owners[0] != id(episode):
-            self._owners = (id(episode), method_owners(episode.instances))
+        if self._owners[0] is not episode:
+            self._owners = (episode, method_owners(episode.instances))
         return self._owners[1].get(method)
 
     def format_error(self, env: BfclTurnEnv, reply: Reply) -> list[Message]:
