@@ -251,3 +251,36 @@ def test_a_preset_name_never_resolves_to_a_folder_or_file_in_the_cwd(tmp_path, m
     (tmp_path / "mine").write_text("steps: 5\n")
     with pytest.raises(ConfigError, match=r"give it as \./mine"):
         load_config(CountConfig, preset="mine", presets=PRESETS)
+
+
+def test_limit_is_none_for_all_and_zero_says_what_to_write():
+    """One "first N" knob: ``limit_option`` is null (all) by default, takes N >= 1, and 0 (which
+    meant "all" in some packages before) is an error saying to write null."""
+    from aworld_rl_core.config import RENAMED_TO_LIMIT, limit_option
+    from aworld_rl_core.testing.contracts import vocabulary_problems
+
+    @dataclass(frozen=True, kw_only=True)
+    class Data:
+        __moved_keys__ = {"entries_per_category": RENAMED_TO_LIMIT}
+        limit: int | None = limit_option("first N questions")
+
+    assert from_dict(Data, {}).limit is None
+    assert from_dict(Data, {"limit": 3}).limit == 3
+    assert from_dict(Data, {"limit": None}).limit is None
+    with pytest.raises(ConfigError, match=r"limit: must be >= 1, got 0; null takes all .*=null"):
+        from_dict(Data, {"limit": 0})
+    with pytest.raises(ConfigError, match="entries_per_category is not set here: it is now 'lim"):
+        from_dict(Data, {"entries_per_category": 2})
+    assert vocabulary_problems(Data) == []
+
+    @dataclass(frozen=True, kw_only=True)
+    class Old:
+        limit: int = field(default=0, metadata={"help": "first N (0 = all)"})
+        entries_per_category: int = field(default=0, metadata={"help": "first N"})
+        max_steps: int = field(default=8, metadata={"help": "replies per round"})
+
+    assert vocabulary_problems(Old) == [
+        "limit: a limit is config.limit_option (null = all)",
+        "entries_per_category: the project's name is limit",
+        "max_steps: an episode's reply cap is max_steps_per_turn",
+    ]

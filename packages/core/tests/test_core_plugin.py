@@ -6,10 +6,23 @@ class TestCorePlugin(PluginContract):
     expected = {
         "trainers": ["trl", "hf-sft", "verl", "llamafactory"],
         "recipes": ["core.bfcl-check", "core.grpo"],
-        "environments": ["core.toy-lowercase", "core.toy-counter"],
+        "environments": [
+            "core.toy-lowercase",
+            "core.toy-counter",
+            "core.bfcl-multi-turn",
+            "core.bfcl-turns",
+        ],
         "rewards": ["core.toy-lowercase"],
         "datasets": ["core.toy-tasks"],
         "parsers": ["hermes", "think_json", "think_python", "think_tool_python"],
+        "episode_parts": [
+            "core.parser",
+            "core.bfcl-prompting",
+            "core.turns",
+            "core.feedback",
+            "core.reward",
+            "core.prompting-record",
+        ],
     }
 
 

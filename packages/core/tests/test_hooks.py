@@ -111,6 +111,44 @@ def test_hook_register_parsers():
         assert parsed.calls == [Call("f", {})] and parsed.protocol == "t.upper"
 
 
+def test_hook_register_episode_parts():
+    """A package's protocol part plugs into core's BFCL multi-turn environment by name; a part
+    registered without a valid role is blocked with a message naming the roles."""
+    import pytest
+
+    from aworld_rl_core.tooluse.bfcl.turns import ParserProtocol
+
+    class Shout(ParserProtocol):
+        def render(self, env, calls, texts):
+            return [{"role": "user", "content": " | ".join(texts).upper()}]
+
+    class Plugin:
+        @hookimpl
+        def register_episode_parts(self, register):
+            register("mine.shout", lambda entry: Shout("think_tool_python"), role="protocol")
+
+    class Odd:
+        @hookimpl
+        def register_episode_parts(self, register):
+            register("odd.part", "json:dumps", role="scorer")
+
+    reg = registry.build_registry(extra=[("mine", Plugin()), ("odd", Odd())])
+    with registry.use_registry(reg):
+        assert registry.get_episode_part("mine.shout").meta["role"] == "protocol"
+        env = registry.get_environment("core.bfcl-turns")(
+            {"entry_id": "multi_turn_base_0"}, protocol="mine.shout"
+        )
+        env.reset()
+        step = env.step("<think>a</think><tool_call>[pwd()]</tool_call>")
+        assert step.observation == [
+            {"role": "user", "content": '{"CURRENT_WORKING_DIRECTORY": "/WORKSPACE"}'}
+        ]
+        with pytest.raises(Exception, match="odd.part"):
+            registry.get_episode_part("odd.part")
+    (odd,) = reg.failures
+    assert odd.name == "odd" and "role='scorer'" in str(odd), odd
+
+
 def test_hook_register_smoke_parts():
     import json
 

@@ -14,7 +14,7 @@ from aworld_rl_core.llm import LLMErrorBudgetExceeded, LLMPreflightError
 from aworld_rl_core.llm.scripted_server import Fault, ScriptedLLMServer
 from aworld_rl_core.runs import execute
 
-FEW = ["entries_per_category=1", "categories=[multi_turn_base]", "llm.max_retries=0"]
+FEW = ["limit=1", "categories=[multi_turn_base]", "llm.max_retries=0"]
 
 
 def _eval(tmp_path, *overrides):

@@ -35,10 +35,21 @@ class TestPlugin(PluginContract):
     }
 
 
+VALIDATION_SIZE = {
+    "validation.entries_per_category": "a validation-set size (0 = no validation), not a "
+    "first-N limit",
+}
+HELD_OUT_SIZE = {
+    "evaluation.entries_per_category": "0 = all and -1 = skip the evaluation: a switch and a "
+    "limit in one key (to split into evaluation.limit and a switch)",
+}
+
+
 class TestStageRecipe(RecipeContract):
     """The fast end-to-end check: one GRPO step of stage 2 with the tiny model."""
 
     recipe = "envtuning.stage"
+    vocabulary_exceptions = VALIDATION_SIZE
     override_values = {"stage.reward": "binary"}  # checked against the reward names
 
     def check_result(self, result, run_dir):
@@ -74,6 +85,7 @@ class TestCurriculumRecipe(RecipeContract):
     progress reward gives GRPO groups with reward variance (a policy gradient) in stages 2-4."""
 
     recipe = "envtuning.curriculum"
+    vocabulary_exceptions = {**VALIDATION_SIZE, **HELD_OUT_SIZE}
 
     def check_result(self, result, run_dir):
         state = json.loads((run_dir / "curriculum_state.json").read_text())
@@ -412,3 +424,21 @@ def test_bfcl_protocol_is_greedy_and_the_result_model_is_checked(tmp_path, aworl
         cfg = load_config(entry.config_cls(), overrides=overrides)
         with pytest.raises(ValueError, match=message):
             execute("envtuning.eval", entry.run_fn(), cfg, output_dir=tmp_path / str(i), quiet=True)
+
+
+@pytest.mark.parametrize("recipe", ["envtuning.eval", "envtuning.augment"])
+def test_old_first_n_key_names_limit(recipe):
+    """``entries_per_category`` became ``limit`` (null = all): the old key is an error naming
+    the new one, never silently ignored, and ``limit=0`` (once "all") says to write null."""
+    from aworld_rl_core.errors import ConfigError
+
+    entry = registry.get_recipe(recipe)
+
+    def load(*overrides):
+        return load_config(entry.config_cls(), presets=entry.presets, overrides=list(overrides))
+
+    with pytest.raises(ConfigError, match="entries_per_category is not set here: it is now 'lim"):
+        load("entries_per_category=1")
+    with pytest.raises(ConfigError, match="0 no longer means all: write null"):
+        load("limit=0")
+    assert load().limit is None and load("limit=2").limit == 2

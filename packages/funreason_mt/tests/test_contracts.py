@@ -102,3 +102,27 @@ class TestEvalRecipe(RecipeContract):
         assert result.metrics["held_out/accuracy/average"] == 1.0
         assert (run_dir / "bfcl" / "scores.json").exists()
         assert "Held-out synthesized entries" in (run_dir / "report.md").read_text()
+
+
+def test_old_names_are_errors_naming_the_new_keys():
+    """One vocabulary: a round's reply cap is ``synthesis.max_steps_per_turn`` (was
+    ``max_steps``) and "first N" is ``limit`` with null = all (0 once meant all): the old
+    spellings are errors that say what to write, never silently taken."""
+    import pytest
+
+    from aworld_rl_core import registry
+    from aworld_rl_core.config import load_config
+    from aworld_rl_core.errors import ConfigError
+
+    def load(recipe, *overrides):
+        entry = registry.get_recipe(recipe)
+        return load_config(entry.config_cls(), presets=entry.presets, overrides=list(overrides))
+
+    with pytest.raises(ConfigError, match="synthesis.max_steps is not set here: .*_per_turn"):
+        load("funreason_mt.synthesize", "synthesis.max_steps=3")
+    cfg = load("funreason_mt.synthesize", "synthesis.max_steps_per_turn=3")
+    assert cfg.synthesis.max_steps_per_turn == 3
+    for recipe, key in [("funreason_mt.eval", "limit"), ("funreason_mt.sft", "data.limit")]:
+        with pytest.raises(ConfigError, match=f"{key}: must be >= 1, got 0; null takes all"):
+            load(recipe, f"{key}=0")
+    assert load("funreason_mt.eval").limit is None

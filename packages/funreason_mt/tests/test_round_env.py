@@ -53,7 +53,7 @@ def test_calls_run_and_answer_ends(space):
 
 
 def test_format_errors_and_the_step_cap(space):
-    env = make_env(space, max_steps=2)
+    env = make_env(space, max_steps_per_turn=2)
     env.reset()
     bad = env.step("just text")
     assert not bad.done and bad.reward < 0 and "format" in bad.observation[0]["content"]

@@ -100,7 +100,7 @@ def test_warm_start_questions_keep_the_warm_start_and_rl_apart(aworld_home):
     from aworld_rl_core.config import from_dict
     from aworld_rl_rag_r1.recipes.train import TrainConfig, splits
 
-    def cut(warm, limit=0):
+    def cut(warm, limit=None):
         data = {"train": "synthetic", "heldout": 10, "validation": 5, "limit": limit}
         world = {"synthetic": {"questions": 60}}
         return from_dict(

@@ -88,7 +88,7 @@ def test_minilm_recall_at_3_on_a_wordnet_slice(tmp_path, aworld_home):
         "rag_r1.build-index", entry.run_fn(), cfg, output_dir=tmp_path / "run", quiet=True
     )
     assert result.metrics["passages"] == SLICE
-    items = load_qa(questions, "auto", 0)
+    items = load_qa(questions, "auto")
     assert len(items) == SLICE // 10
     env = SearchEnvConfig(retriever=RetrieverConfig(backend="local", index=str(tmp_path / "index")))
     local = direct_recall(items, env, (1, 3))

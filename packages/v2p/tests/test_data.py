@@ -196,7 +196,9 @@ def test_limit_samples_across_platforms():
         "mobile": 3,
         "web": 4,
     }
-    assert sample_across(samples, 0) == samples
+    assert sample_across(samples, None) == samples
+    with pytest.raises(ValueError, match="0 no longer means all"):
+        sample_across(samples, 0)
 
 
 def test_screenspot_v2_parquet_in_the_hub_schema(tmp_path):

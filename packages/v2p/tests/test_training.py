@@ -147,7 +147,7 @@ class TestTrainRecipe(RecipeContract):
         overrides = [
             f"data.paths=[{data}]",
             "stage=main",
-            "loss.lm_weight=1",
+            "trainer.loss_options.lm_weight=1",
             "trainer.max_steps=1",
             "trainer.batch_size=4",
             "trainer.micro_batch_size=2",
@@ -166,7 +166,9 @@ class TestTrainRecipe(RecipeContract):
         ("override", "message"),
         [
             ("trainer.weight_decay=0.1", "AdamW's decay would move the frozen embedding rows"),
-            ("trainer.loss_options.alpha=1", "as loss.<key>, not trainer.loss_options"),
+            ("trainer.loss_options.alpha=1", "unknown config key 'trainer.loss_options.alpha'"),
+            ("loss.lm_weight=1", "loss is not set here: the pointer loss's options are trainer"),
+            ("trainer.loss=funreason.srml", "v2p.train trains v2p.pointer"),
             ("trainer.backend=trl", "trains through hf-sft"),
         ],
     )
@@ -219,7 +221,7 @@ def test_warmup_has_no_lm_loss_by_default_and_main_has_it():
     from aworld_rl_core.config import load_config
     from aworld_rl_v2p.recipes.train import TrainConfig, stage_loss
 
-    assert TrainConfig().stage == "warmup" and TrainConfig().loss.lm_weight is None
+    assert TrainConfig().stage == "warmup" and TrainConfig().trainer.loss_options == {}
     assert stage_loss(TrainConfig()).lm_weight == -1.0
     assert stage_loss(TrainConfig(stage="main")).lm_weight == 1.0
     from aworld_rl_core import registry

@@ -35,13 +35,15 @@ def option(
     gt: float | None = None,
     le: float | None = None,
     resumable: bool = False,
+    bound_note: str | None = None,
 ) -> Any:
     """A documented config field: ``lr: float = option(1e-6, help="learning rate", gt=0)``.
 
     ``ge`` / ``gt`` / ``le`` bound a number (every element of a list of numbers): a value that
     breaks a bound is a :class:`ConfigError` naming the key. Floats are always finite (NaN and
     infinities are refused). ``resumable`` marks a field a ``--resume`` may change (a budget
-    such as a number of rounds), besides ``runs.RESUME_MAY_CHANGE``.
+    such as a number of rounds), besides ``runs.RESUME_MAY_CHANGE``. ``bound_note`` is added
+    to a broken bound's error (what to write instead).
     """
     bounds = {k: v for k, v in (("ge", ge), ("gt", gt), ("le", le)) if v is not None}
     metadata: dict[str, Any] = {"help": help}
@@ -49,9 +51,23 @@ def option(
         metadata["bounds"] = bounds
     if resumable:
         metadata["resumable"] = True
+    if bound_note:
+        metadata["bound_note"] = bound_note
     if factory is not None:
         return dataclasses.field(default_factory=factory, metadata=metadata)
     return dataclasses.field(default=default, metadata=metadata)
+
+
+def limit_option(help: str) -> Any:
+    """The one "first N" knob of every recipe: ``limit: int | None = limit_option("first N
+    questions")``. null (the default) takes all; 0 is an error that says so (it meant "all"
+    in some packages before the vocabulary was one)."""
+    return option(None, help=f"{help} (null: all)", ge=1, bound_note=LIMIT_NOTE)
+
+
+LIMIT_NOTE = "null takes all (0 no longer means all: write null, e.g. limit=null)"
+RENAMED_TO_LIMIT = "it is now 'limit' (first N per category; null: all), one name in every recipe"
+"""A recipe config's ``__moved_keys__`` value for a "first N" knob it used to name otherwise."""
 
 
 class SectionTable(NamedTuple):
@@ -139,7 +155,9 @@ def _check_bounds(f: dataclasses.Field, value: Any, key: str) -> None:
         if isinstance(v, (int, float)) and not isinstance(v, bool):
             for kind, bound in bounds.items():
                 if not _BOUND_OK[kind](v, bound):
-                    raise ConfigError(f"{key}: must be {bounds_text(f)}, got {v!r}")
+                    note = f.metadata.get("bound_note")
+                    tail = f"; {note}" if note else ""
+                    raise ConfigError(f"{key}: must be {bounds_text(f)}, got {v!r}{tail}")
 
 
 def load_config(
@@ -619,6 +637,7 @@ class FieldDoc:
     help: str
     bounds: str = ""
     resumable: bool = False
+    bound_note: str = ""
 
 
 def _section_items(tp: Any) -> Any:
@@ -683,4 +702,5 @@ def describe(cls: type, prefix: str = "", defaults: Any = None) -> Iterator[Fiel
             f.metadata.get("help", ""),
             bounds_text(f),
             bool(f.metadata.get("resumable")),
+            str(f.metadata.get("bound_note", "")),
         )

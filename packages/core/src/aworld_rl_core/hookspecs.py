@@ -140,6 +140,24 @@ def register_parsers(register: Register) -> None:
 
 
 @hookspec
+def register_episode_parts(register: Register) -> None:
+    """Register parts of core's BFCL multi-turn environment (``tooluse.bfcl.turns``):
+    ``register(name, "mod:factory", help=..., role="protocol" | "turns" | "feedback" |
+    "reward")``.
+
+    ``factory(entry, **options) -> part`` builds the part for one episode's BFCL entry: a
+    ``turns.Protocol`` (reads replies, opens the episode, renders results), a ``TurnPolicy``
+    (what ends a turn, ``max_steps_per_turn``, abstain turns), a ``Feedback`` (format errors,
+    result texts and hints, next-turn warnings) or a ``Reward`` (the episode reward and each
+    step's info). The registered environment ``core.bfcl-turns`` builds an environment from
+    parts named in its options (``protocol={"name": ..., **options}``), so a package adds a
+    protocol or a reward without touching core. Core registers ``core.parser``,
+    ``core.bfcl-prompting``, ``core.turns``, ``core.feedback``, ``core.reward`` and
+    ``core.prompting-record``.
+    """
+
+
+@hookspec
 def register_recipes(register: RegisterRecipe) -> None:
     """Register runnable jobs for ``aworld-run``.
 

@@ -32,6 +32,12 @@ def register_environments(register):
         "aworld_rl_core.tooluse.bfcl.environment:env_from_row",
         help="a BFCL multi-turn entry (row: bfcl_entry or entry_id; binary/progress reward)",
     )
+    register(
+        "core.bfcl-turns",
+        "aworld_rl_core.tooluse.bfcl.environment:env_from_parts",
+        help="a BFCL multi-turn entry in an environment built from registered episode parts "
+        "(options protocol=, turns=, feedback=, reward=: a part's name or {name: ..., options})",
+    )
 
 
 @hookimpl
@@ -91,6 +97,25 @@ def register_parsers(register):
         ("hermes", "Qwen's <tool_call>{json}</tool_call> blocks, optional leading <think>"),
     ):
         register(name, f"aworld_rl_core.tooluse.parsers:parse_{name}", help=help)
+
+
+@hookimpl
+def register_episode_parts(register):
+    env = "aworld_rl_core.tooluse.bfcl.environment"
+    for name, target, role, help in (
+        ("core.parser", f"{env}:parser_protocol", "protocol", "a registered parser "
+         "(parser=think_tool_python), results as one tool message of {call: result}"),
+        ("core.bfcl-prompting", "aworld_rl_core.tooluse.bfcl.prompting:prompting_protocol",
+         "protocol", "BFCL's prompting protocol: its opening and decoder, a tool message a call"),
+        ("core.turns", "aworld_rl_core.tooluse.bfcl.turns:turn_policy", "turns",
+         "max_steps_per_turn, on_cap, broken_reply, abstain, abstain_credit"),
+        ("core.feedback", "aworld_rl_core.tooluse.bfcl.turns:feedback", "feedback",
+         "a short format reminder; results as they are"),
+        ("core.reward", f"{env}:core_reward", "reward", "kind=binary (FunRL) or progress, at end"),
+        ("core.prompting-record", "aworld_rl_core.tooluse.bfcl.prompting:prompting_record",
+         "reward", "no reward; BFCL's result per turn in every step's info"),
+    ):  # fmt: skip
+        register(name, target, help=help, role=role)
 
 
 @hookimpl

@@ -29,10 +29,12 @@ KINDS = (
     "trainers",
     "tool_apis",
     "parsers",
+    "episode_parts",
     "recipes",
     "smoke_parts",
 )
 LOSS_KINDS = ("token", "model")
+PART_ROLES = ("protocol", "turns", "feedback", "reward")
 DISABLE_ENV = "AWORLD_RL_DISABLE_PLUGINS"
 
 
@@ -221,6 +223,11 @@ class _Registrar:
                     f"{what} '{name}' with kind={meta.get('kind')!r}: a loss is kind='token' "
                     "(fn(logits, labels, segments)) or kind='model' (compute_loss(model, batch) "
                     "-> (loss, metrics))"
+                )
+            if self.kind == "episode_parts" and meta.get("role") not in PART_ROLES:
+                raise PluginError(
+                    f"{what} '{name}' with role={meta.get('role')!r}: an episode part's role is "
+                    f"one of {', '.join(PART_ROLES)}"
                 )
             entry = Entry(self.kind, name, target, self.plugin, help, meta, dist=self.dist)
         self.entries.append(entry)
@@ -497,7 +504,15 @@ def _normalise(name: str) -> str:
 
 
 CORE_PACKAGE = "aworld_rl_core"
-_CALLABLE_KINDS = ("datasets", "environments", "rewards", "losses", "trainers", "parsers")
+_CALLABLE_KINDS = (
+    "datasets",
+    "environments",
+    "rewards",
+    "losses",
+    "trainers",
+    "parsers",
+    "episode_parts",
+)
 
 
 def _mine(reg: Registry, plugin: str) -> list[Entry]:
@@ -605,6 +620,13 @@ def get_dataset(name: str) -> Any:
 def get_parser(name: str) -> Any:
     """The registered tool-call parser ``name`` (``tooluse.get_parser`` binds its options)."""
     return current().get("parsers", name).load()
+
+
+def get_episode_part(name: str) -> Entry:
+    """The registered part ``name`` of core's BFCL multi-turn environment: ``.load()`` gives its
+    factory ``factory(entry, **options)``, ``.meta["role"]`` is protocol, turns, feedback or
+    reward."""
+    return current().get("episode_parts", name)
 
 
 def get_smoke_part(name: str) -> Any:

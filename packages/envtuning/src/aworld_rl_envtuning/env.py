@@ -17,16 +17,20 @@ from __future__ import annotations
 
 import functools
 import json
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Literal
 
-from aworld_rl_core.environment import Message, Step
-from aworld_rl_core.tooluse import (
-    ParsedResponse,
-    format_python_call,
-    format_python_calls,
-    get_parser,
+from aworld_rl_core.environment import Message
+from aworld_rl_core.tooluse import ParsedResponse
+from aworld_rl_core.tooluse.bfcl.turns import (
+    BfclTurnEnv,
+    Feedback,
+    ParserProtocol,
+    Reply,
+    TurnPolicy,
 )
+from aworld_rl_core.tooluse.bfcl.turns import Reward as RewardPart
 from aworld_rl_envtuning.augmentation import Augmenter, HintPack, method_owners
 from aworld_rl_envtuning.prompts import (
     AFTER_EXECUTION,
@@ -54,8 +58,145 @@ EVAL_STEP_CAP = 20
 """BFCL's own limit of model steps per user turn."""
 
 
-class EnvTuningEnv:
-    """One episode of one BFCL multi-turn entry (see the module docstring)."""
+@dataclass(frozen=True)
+class EnvTuningProtocol(ParserProtocol):
+    """``think_json`` replies; the opening is EnvTuning's system prompt with the first turn's
+    tools, then the first user turn; results come back as one user message (their JSON list
+    and the instruction to go on)."""
+
+    style: PromptStyle = "basic"
+    tool_docs: ToolDocs = "json"
+    think_tag: str = "think"
+
+    def opening(self, env: BfclTurnEnv) -> list[Message]:
+        episode = env.episode
+        prompt = system_prompt(
+            episode.function_docs(0),
+            style=self.style,
+            tool_docs=self.tool_docs,
+            think_tag=self.think_tag,
+        )
+        return [{"role": "system", "content": prompt}, *episode.user_messages(0)]
+
+    def render(self, env: BfclTurnEnv, calls: Sequence[str], texts: Sequence[str]) -> list[Message]:
+        content = (
+            "Here are the function's execution results.\nExecution results: "
+            + json.dumps(list(texts), ensure_ascii=False)
+            + "\n"
+            + AFTER_EXECUTION.format(think=self.think_tag)
+        )
+        return [_user(content)]
+
+
+class EnvTuningFeedback(Feedback):
+    """EnvTuning's feedback: the format reminder, each result through the augmenter (hints on
+    failures when augmentation is on), a failure record naming the API class, and the warning
+    that opens the turn after calls in an abstain turn."""
+
+    def __init__(self, augmenter: Augmenter, *, think_tag: str, error_dicts_fail: bool) -> None:
+        self.augmenter = augmenter
+        self.think_tag = think_tag
+        self.error_dicts_fail = error_dicts_fail
+        self._owners: tuple[object, dict[str, str]] = (None, {})
+
+    def owner(self, env: BfclTurnEnv, method: str) -> str | None:
+        """The API class of ``method`` in this episode (read once per episode)."""
+        episode = env.episode
+        if self._owners[0] is not episode:
+            self._owners = (episode, method_owners(episode.instances))
+        return self._owners[1].get(method)
+
+    def format_error(self, env: BfclTurnEnv, reply: Reply) -> list[Message]:
+        return [_user(_format_feedback(reply.parsed, self.think_tag))]
+
+    def failed(self, result: ToolResult) -> bool:
+        return result.kind != "ok" and (self.error_dicts_fail or result.kind != "returned_error")
+
+    def result_text(self, env: BfclTurnEnv, result: ToolResult) -> str:
+        method = result.call.name if result.call else ""
+        owner = self.owner(env, method)
+        return self.augmenter.render(owner, method, result.text, failed=result.is_error)
+
+    def failure(self, env: BfclTurnEnv, result: ToolResult) -> dict[str, Any]:
+        method = result.call.name if result.call else ""
+        return {**super().failure(env, result), "class": self.owner(env, method)}
+
+    def next_turn(self, env: BfclTurnEnv, messages: list[Message]) -> list[Message]:
+        if messages:
+            messages[0]["content"] = EMPTY_TURN_WARNING + str(messages[0].get("content", ""))
+        return messages
+
+
+class EnvTuningReward(RewardPart):
+    """The chosen EnvTuning reward (:class:`RewardSpec`) paid as increments at every step, and
+    the scores every step's info carries."""
+
+    running = True
+
+    def __init__(self, spec: RewardSpec) -> None:
+        self.spec = spec
+        self.needs_verdict = spec.name == "accuracy"
+
+    def total(self, env: BfclTurnEnv) -> float:
+        return self.spec(stats_of(env))
+
+    def info(self, env: BfclTurnEnv, **extra: Any) -> dict[str, Any]:
+        stats, state = stats_of(env), env.state
+        denominator = self.spec.format_denominator
+        return {
+            "turn": env.episode.turn,
+            "steps": len(stats.steps),
+            "tool_calls": state.tool_calls,
+            "format_errors": stats.format_errors,
+            "progress": progress_reward(stats, "expected"),
+            "format_score": format_score(stats, denominator),
+            "stage1_reward": stage1_reward(stats, denominator),
+            **extra,
+        }
+
+    def final_info(self, env: BfclTurnEnv) -> dict[str, Any]:
+        stats, state = stats_of(env), env.state
+        denominator = self.spec.format_denominator
+        augmenter = env.feedback.augmenter  # type: ignore[attr-defined]
+        return {
+            "entry_id": env.entry.id,
+            "progress": progress_reward(stats, "expected"),
+            "progress_reached": progress_reward(stats, "reached"),
+            "reward": env.paid,
+            "turn_scores": list(stats.turn_scores),
+            "format_errors": stats.format_errors,
+            "tool_calls": state.tool_calls,
+            "tool_errors": state.tool_errors,
+            "forced_turn_ends": stats.forced_turn_ends,
+            "steps": len(stats.steps),
+            "hints_used": list(augmenter.used),
+            "calls_per_turn": [list(turn) for turn in state.calls_per_turn],
+            "result": [list(turn) for turn in state.result],
+            "failures": list(state.failures),
+            "format_score": format_score(stats, denominator),
+            "stage1_reward": stage1_reward(stats, denominator),
+            **({} if stats.valid is None else {"accuracy": float(stats.valid)}),
+        }
+
+
+def stats_of(env: BfclTurnEnv) -> EpisodeStats:
+    """The episode's state as EnvTuning's reward inputs."""
+    state = env.state
+    episode = env.live_episode
+    turns = episode.num_turns if episode is not None else len(env.entry.ground_truth or [])
+    return EpisodeStats(
+        expected_turns=turns,
+        steps=[StepKind(kind) for kind in state.kinds],
+        turn_scores=state.turn_scores,
+        forced_turn_ends=state.forced_turn_ends,
+        valid=state.valid,
+    )
+
+
+class EnvTuningEnv(BfclTurnEnv):
+    """One episode of one BFCL multi-turn entry (see the module docstring): core's BFCL
+    multi-turn environment with EnvTuning's protocol, feedback and rewards, a turn that ends at
+    its ``max_steps_per_turn``-th reply, and calls in abstain turns blocked."""
 
     def __init__(
         self,
@@ -75,172 +216,50 @@ class EnvTuningEnv:
             raise ValueError(f"abstain_credit must be clean or no_call, not {abstain_credit!r}")
         if not entry.is_multi_turn or entry.ground_truth is None:
             raise ValueError(f"{entry.id}: EnvTuningEnv needs a multi-turn entry with ground truth")
-        if max_steps_per_turn < 1:
-            raise ValueError(f"max_steps_per_turn must be >= 1, got {max_steps_per_turn}")
-        self.entry = entry
-        self.max_steps_per_turn = max_steps_per_turn
+        policy = TurnPolicy(
+            max_steps_per_turn=max_steps_per_turn, abstain="block", abstain_credit=abstain_credit
+        )
         self.reward_spec = reward or RewardSpec()
+        self.augmenter = Augmenter(hints, enabled=augmentation)
+        protocol = EnvTuningProtocol(
+            "think_json", {"think_tag": think_tag}, prompt_style, tool_docs, think_tag
+        )
+        feedback = EnvTuningFeedback(
+            self.augmenter, think_tag=think_tag, error_dicts_fail=error_dicts_fail
+        )
+        super().__init__(
+            entry,
+            protocol=protocol,
+            policy=policy,
+            feedback=feedback,
+            reward=EnvTuningReward(self.reward_spec),
+        )
+        self.max_steps_per_turn = max_steps_per_turn
         self.error_dicts_fail = error_dicts_fail
         self.prompt_style = prompt_style
         self.tool_docs = tool_docs
         self.think_tag = think_tag
         self.abstain_credit = abstain_credit
-        self.augmenter = Augmenter(hints, enabled=augmentation)
-        self._parse = get_parser("think_json", think_tag=think_tag)
-        self._episode: Any = None
-        self._owners: dict[str, str] = {}
-        self.stats = EpisodeStats(expected_turns=len(entry.ground_truth))
-        self.calls_per_turn: list[list[list[str]]] = []
-        self.result: list[list[str]] = []
-        self.failures: list[dict[str, Any]] = []
-        self.tool_calls = 0
-        self.tool_errors = 0
-        self._steps_in_turn = 0
-        self._warn_next = False
-        self._last_reward = 0.0
-        self._done = False
 
-    # -- protocol ------------------------------------------------------------------------------
+    @property
+    def stats(self) -> EpisodeStats:
+        return stats_of(self)
 
-    def reset(self) -> list[Message]:
-        """Opening messages: the system prompt with the first turn's tools, the first user turn."""
-        from aworld_rl_core.tooluse.bfcl import MultiTurnEpisode
+    @property
+    def result(self) -> list[list[str]]:
+        return self.state.result
 
-        self.close()
-        self._episode = MultiTurnEpisode(self.entry)
-        self._owners = method_owners(self._episode.instances)
-        self.stats = EpisodeStats(expected_turns=self._episode.num_turns)
-        self.calls_per_turn = [[]]
-        self.result = [[]]
-        self.failures = []
-        self.tool_calls = self.tool_errors = self._steps_in_turn = 0
-        self._warn_next = self._done = False
-        self._last_reward = 0.0
-        prompt = system_prompt(
-            self._episode.function_docs(0),
-            style=self.prompt_style,
-            tool_docs=self.tool_docs,
-            think_tag=self.think_tag,
-        )
-        return [{"role": "system", "content": prompt}, *self._episode.user_messages(0)]
+    @property
+    def failures(self) -> list[dict[str, Any]]:
+        return self.state.failures
 
-    def step(self, model_text: str) -> Step:
-        """Consume one model response; never raises on model text."""
-        if self._episode is None:
-            raise RuntimeError("call reset() before step()")
-        if self._done:
-            raise RuntimeError(f"episode {self.entry.id} is over; start a new environment")
-        parsed = self._parse(model_text)
-        self._steps_in_turn += 1
-        # what BFCL's scorer reads for this reply: its calls as a python call list, else the text
-        calls = parsed.calls if parsed.ok else []
-        self.result[-1].append(format_python_calls(calls) if calls else model_text)
-        if not parsed.ok:
-            self.stats.steps.append(StepKind.FORMAT_ERROR)
-            return self._continue_or_advance([_user(_format_feedback(parsed, self.think_tag))])
-        if parsed.calls:
-            assert self.entry.ground_truth is not None  # a judged episode (MultiTurnEpisode)
-            if not self.entry.ground_truth[self._episode.turn]:
-                self.stats.steps.append(StepKind.BLOCKED_CALL)
-                self.calls_per_turn[-1].append(parsed.call_strings())  # BFCL judges them too
-                self._warn_next = True
-                return self._end_turn(blocked=True)
-            return self._continue_or_advance([_user(self._execute(parsed))])
-        self.stats.steps.append(StepKind.ANSWER)
-        return self._end_turn()
+    @property
+    def tool_calls(self) -> int:
+        return self.state.tool_calls
 
-    def close(self) -> None:
-        if self._episode is not None:
-            self._episode.close()
-            self._episode = None
-
-    # -- internals -----------------------------------------------------------------------------
-
-    def _execute(self, parsed: ParsedResponse) -> str:
-        results: list[ToolResult] = self._episode.dispatch(parsed.calls)
-        rendered, failed_any = [], False
-        for result in results:
-            failed = result.kind != "ok" and (
-                self.error_dicts_fail or result.kind != "returned_error"
-            )
-            failed_any |= failed
-            self.tool_errors += failed
-            method = result.call.name if result.call else ""
-            if result.is_error:
-                self.failures.append(
-                    {
-                        "turn": self._episode.turn,
-                        "class": self._owners.get(method),
-                        "method": method,
-                        "arguments": dict(result.call.arguments) if result.call else {},
-                        "error": result.text,
-                    }
-                )
-            rendered.append(
-                self.augmenter.render(
-                    self._owners.get(method), method, result.text, failed=result.is_error
-                )
-            )
-        self.tool_calls += len(results)
-        self.calls_per_turn[-1].append([format_python_call(c) for c in parsed.calls])
-        self.stats.steps.append(StepKind.TOOL_ERROR if failed_any else StepKind.TOOL_OK)
-        return (
-            "Here are the function's execution results.\nExecution results: "
-            + json.dumps(rendered, ensure_ascii=False)
-            + "\n"
-            + AFTER_EXECUTION.format(think=self.think_tag)
-        )
-
-    def _continue_or_advance(self, observation: list[Message]) -> Step:
-        if self._steps_in_turn >= self.max_steps_per_turn:
-            self.stats.forced_turn_ends += 1
-            return self._end_turn(forced=True)
-        return Step(observation=observation, reward=self._reward_increment(), info=self._info())
-
-    def _end_turn(self, *, blocked: bool = False, forced: bool = False) -> Step:
-        assert self.entry.ground_truth is not None
-        abstain = not self.entry.ground_truth[self._episode.turn]
-        # forced in an abstain turn: every reply broke the format (a call would have blocked)
-        unclean = forced and abstain and self.abstain_credit == "clean"
-        result = self._episode.end_turn()
-        self.stats.turn_scores.append(0.0 if blocked or unclean else result.score)
-        self._steps_in_turn = 0
-        if self._episode.done:
-            self._done = True
-            if self.reward_spec.name == "accuracy":
-                from aworld_rl_core.tooluse.bfcl import judge_multi_turn
-
-                self.stats.valid = judge_multi_turn(self.entry, self.calls_per_turn).valid
-            reward = self._reward_increment()
-            return Step(observation=[], reward=reward, done=True, info=self.final_info())
-        self.calls_per_turn.append([])
-        self.result.append([])
-        messages = [dict(m) for m in self._episode.user_messages()]
-        if self._warn_next and messages:
-            messages[0]["content"] = EMPTY_TURN_WARNING + str(messages[0].get("content", ""))
-            self._warn_next = False
-        info = self._info(turn_ended=True, forced=forced)
-        return Step(observation=messages, reward=self._reward_increment(), info=info)
-
-    def _reward_increment(self) -> float:
-        total = self.reward_spec(self.stats)
-        increment, self._last_reward = total - self._last_reward, total
-        return float(increment)
-
-    def _info(self, **extra: Any) -> dict[str, Any]:
-        """Every step's info: where the episode is and its scores so far (an episode cut by a
-        length limit ends on one of these)."""
-        denominator = self.reward_spec.format_denominator
-        return {
-            "turn": self._episode.turn,
-            "steps": len(self.stats.steps),
-            "tool_calls": self.tool_calls,
-            "format_errors": self.stats.format_errors,
-            "progress": self.progress,
-            "format_score": format_score(self.stats, denominator),
-            "stage1_reward": stage1_reward(self.stats, denominator),
-            **extra,
-        }
+    @property
+    def tool_errors(self) -> int:
+        return self.state.tool_errors
 
     @property
     def progress(self) -> float:
@@ -249,26 +268,45 @@ class EnvTuningEnv:
 
     def final_info(self) -> dict[str, Any]:
         """What the episode did so far (the ``info`` of the last step)."""
-        stats = self.stats
-        return {
-            "entry_id": self.entry.id,
-            "progress": self.progress,
-            "progress_reached": progress_reward(stats, "reached"),
-            "reward": self._last_reward,
-            "turn_scores": list(stats.turn_scores),
-            "format_errors": stats.format_errors,
-            "tool_calls": self.tool_calls,
-            "tool_errors": self.tool_errors,
-            "forced_turn_ends": stats.forced_turn_ends,
-            "steps": len(stats.steps),
-            "hints_used": list(self.augmenter.used),
-            "calls_per_turn": [list(turn) for turn in self.calls_per_turn],
-            "result": [list(turn) for turn in self.result],
-            "failures": list(self.failures),
-            "format_score": format_score(stats, self.reward_spec.format_denominator),
-            "stage1_reward": stage1_reward(stats, self.reward_spec.format_denominator),
-            **({} if stats.valid is None else {"accuracy": float(stats.valid)}),
-        }
+        return self.reward_part.final_info(self)
+
+
+def protocol_part(
+    entry: BfclEntry,
+    prompt_style: PromptStyle = "basic",
+    tool_docs: ToolDocs = "json",
+    think_tag: str = "think",
+) -> EnvTuningProtocol:
+    """``envtuning.protocol``: think_json replies, EnvTuning's opening and result message."""
+    return EnvTuningProtocol(
+        "think_json", {"think_tag": think_tag}, prompt_style, tool_docs, think_tag
+    )
+
+
+def feedback_part(
+    entry: BfclEntry,
+    augmentation: bool = True,
+    hint_packs: tuple[str, ...] = (),
+    think_tag: str = "think",
+    error_dicts_fail: bool = True,
+) -> EnvTuningFeedback:
+    """``envtuning.feedback``: the format reminder, hints on failed calls (``hint_packs``: names
+    or files, loaded once per process), the abstain-turn warning."""
+    from aworld_rl_core.resources import shared
+
+    sources = [str(s) for s in hint_packs]
+    hints = (
+        shared("envtuning.hints", {"sources": sources}, lambda: _hints(sources))
+        if sources
+        else None
+    )
+    augmenter = Augmenter(hints, enabled=augmentation)
+    return EnvTuningFeedback(augmenter, think_tag=think_tag, error_dicts_fail=error_dicts_fail)
+
+
+def reward_part(entry: BfclEntry, **spec: Any) -> EnvTuningReward:
+    """``envtuning.reward``: a :class:`RewardSpec` (name, denominator, ...), paid as increments."""
+    return EnvTuningReward(RewardSpec(**spec))
 
 
 def _user(content: str) -> Message:

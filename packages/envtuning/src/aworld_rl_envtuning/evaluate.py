@@ -83,7 +83,7 @@ def make_env(entry: BfclEntry, protocol: Protocol, options: Mapping[str, Any]) -
     if protocol == "bfcl":
         from aworld_rl_core.tooluse.bfcl import BfclEnv
 
-        return BfclEnv(entry, max_steps=int(options.get("max_steps_per_turn", 20)))
+        return BfclEnv(entry, max_steps_per_turn=int(options.get("max_steps_per_turn", 20)))
     if protocol == "envtuning":
         from aworld_rl_envtuning.env import EnvTuningEnv
 

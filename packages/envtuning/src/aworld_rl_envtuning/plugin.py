@@ -47,6 +47,29 @@ def register_environments(register):
 
 
 @hookimpl
+def register_episode_parts(register):
+    env = "aworld_rl_envtuning.env"
+    register(
+        "envtuning.protocol",
+        f"{env}:protocol_part",
+        role="protocol",
+        help="think_json replies; EnvTuning's opening and result message",
+    )
+    register(
+        "envtuning.feedback",
+        f"{env}:feedback_part",
+        role="feedback",
+        help="format reminder, hints on failed calls (hint_packs), abstain-turn warning",
+    )
+    register(
+        "envtuning.reward",
+        f"{env}:reward_part",
+        role="reward",
+        help="an EnvTuning RewardSpec (name, denominator, ...) paid as running increments",
+    )
+
+
+@hookimpl
 def register_datasets(register):
     register(
         "envtuning.split",

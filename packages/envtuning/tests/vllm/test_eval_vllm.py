@@ -26,7 +26,7 @@ CALL_PWD_ENVTUNING = (
 def _eval(tmp_path, server, protocol, regex, name):
     entry = registry.get_recipe("envtuning.eval")
     overrides = [
-        "entries_per_category=2",
+        "limit=2",
         "categories=[multi_turn_base]",
         f"protocol={protocol}",
         f"llm.base_url={server.base_url}",

@@ -120,7 +120,7 @@ def make_env(entry: Any, protocol: Protocol, *, max_steps_per_turn: int = 20) ->
     if protocol == "bfcl":
         from aworld_rl_core.tooluse.bfcl import BfclEnv
 
-        return BfclEnv(entry, max_steps=max_steps_per_turn)
+        return BfclEnv(entry, max_steps_per_turn=max_steps_per_turn)
     if protocol == "funreason_mt":
         from aworld_rl_core.tooluse.bfcl.environment import BfclMultiTurnEnv
         from aworld_rl_funreason_mt.round_env import system_prompt

@@ -21,9 +21,16 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Literal
 
-from aworld_rl_core.environment import Message, Step
-from aworld_rl_core.tooluse import Call, get_parser, signatures_from_tools
-from aworld_rl_core.tooluse.bfcl.environment import tool_message
+from aworld_rl_core.environment import Message
+from aworld_rl_core.tooluse import Call, ToolResult, signatures_from_tools
+from aworld_rl_core.tooluse.bfcl.turns import (
+    BfclTurnEnv,
+    Feedback,
+    ParserProtocol,
+    Reply,
+    TurnPolicy,
+)
+from aworld_rl_core.tooluse.bfcl.turns import Reward as RewardPart
 from aworld_rl_funreason_mt.space import Session
 
 SYSTEM_TEMPLATE = """\
@@ -116,8 +123,88 @@ class ExecutedCall:
     """The login call an ``auth`` error asked for (not part of the trace's calls)."""
 
 
-class RoundEnv:
-    """One round of one trajectory (see the module docstring)."""
+@dataclass(frozen=True)
+class _RoundEntry:
+    """What core's environment reads of an entry: a round is not judged turn by turn."""
+
+    id: str
+    ground_truth: None = None
+
+
+class _RoundEpisode:
+    """One round (one user turn) over the trajectory's session, as core's environment drives an
+    episode: calls go through the round's :meth:`RoundEnv.execute` (error injection), and the
+    round ends once (no verdict here: the synthesizer matches the round afterwards)."""
+
+    num_turns = 1
+
+    def __init__(self, env: RoundEnv) -> None:
+        self.env = env
+        self.turn = 0
+
+    @property
+    def done(self) -> bool:
+        return self.turn >= 1
+
+    def dispatch(self, calls: Sequence[Call]) -> list[ToolResult]:
+        return [ToolResult(self.env.execute(call), "ok", call) for call in calls]
+
+    def end_turn(self) -> Any:
+        from aworld_rl_core.tooluse.bfcl.episode import TurnResult
+
+        self.turn = 1
+        return TurnResult(0, 0.0, bool(self.env.calls), False, reason="not judged (a round)")
+
+    def close(self) -> None:
+        """The session belongs to the caller (it compares states after)."""
+
+
+@dataclass(frozen=True)
+class RoundProtocol(ParserProtocol):
+    """``think_tool_python`` replies (calls or an answer, not both); the opening is the system
+    prompt, the earlier rounds and the round's user message; results as one ``tool`` message."""
+
+    messages: tuple[Message, ...] = ()
+
+    def opening(self, env: BfclTurnEnv) -> list[Message]:
+        return [dict(m) for m in self.messages]
+
+
+class RoundFeedback(Feedback):
+    """FunReason-MT's format reminder."""
+
+    def format_error(self, env: BfclTurnEnv, reply: Reply) -> list[Message]:
+        text = (
+            "Your response does not follow the format ("
+            + "; ".join(reply.errors[:3])
+            + "). Think inside <think>...</think>, then write either <tool_call>[...]"
+            "</tool_call> or <answer>...</answer>."
+        )
+        return [{"role": "user", "content": text}]
+
+
+class RoundReward(RewardPart):
+    """-0.1 per broken reply, paid on the reply; the round's info (steps, format errors, whether
+    it answered, the calls that ran cleanly, whether an error was injected)."""
+
+    running = True
+
+    def total(self, env: BfclTurnEnv) -> float:
+        return -0.1 * env.state.format_errors
+
+    def info(self, env: BfclTurnEnv, **extra: Any) -> dict[str, Any]:
+        return env.info()  # type: ignore[attr-defined]
+
+    def final_info(self, env: BfclTurnEnv) -> dict[str, Any]:
+        if env.state.forced_turn_ends:
+            return env.info(truncated=True)  # type: ignore[attr-defined]
+        return env.info()  # type: ignore[attr-defined]
+
+
+class RoundEnv(BfclTurnEnv):
+    """One round of one trajectory (see the module docstring): core's BFCL multi-turn
+    environment over one user turn, with the round's opening, FunReason-MT's format reminder and
+    -0.1 per broken reply, and calls executed through the error injection."""
 
     def __init__(
         self,
@@ -127,20 +214,18 @@ class RoundEnv:
         history: Sequence[Message],
         user: str,
         function_docs: Sequence[Mapping[str, Any]],
-        max_steps: int = 8,
+        max_steps_per_turn: int = 8,
         inject_error_at: int | None = None,
         error_text: str = TRANSIENT_ERRORS[0],
         error_kind: ErrorKind = "transient",
         login_tools: Mapping[str, str] | None = None,
         producers: Mapping[str, Mapping[str, Sequence[str]]] | None = None,
     ) -> None:
-        if max_steps < 1:
-            raise ValueError(f"max_steps must be >= 1, got {max_steps}")
+        policy = TurnPolicy(max_steps_per_turn=max_steps_per_turn)
         self.session = session
         self.system = system
         self.history = [dict(m) for m in history]
         self.user = user
-        self.max_steps = max_steps
         self.inject_error_at = inject_error_at
         self.error_text = error_text
         if error_kind not in ERROR_KINDS:
@@ -150,47 +235,49 @@ class RoundEnv:
         self.error_kind = error_kind
         self._remedy: Call | None = None
         self.login_tools = dict(login_tools or {})
+        """tool -> the login tool of its class (``auth`` errors)."""
         self.producers = {t: dict(p) for t, p in (producers or {}).items()}
         """tool -> parameter -> tools whose output fills it (``not_found`` errors)."""
-        """tool -> the login tool of its class (``auth`` errors)."""
         signatures = signatures_from_tools([dict(d) for d in function_docs])
         self.required = {
             d["name"]: tuple((d.get("parameters") or {}).get("required") or ())
             for d in function_docs
         }
-        self._parse = get_parser("think_tool_python", allow_both=False, signatures=signatures)
+        opening = (
+            {"role": "system", "content": system},
+            *self.history,
+            {"role": "user", "content": user},
+        )
+        protocol = RoundProtocol(
+            "think_tool_python", {"allow_both": False, "signatures": signatures}, opening
+        )
+        super().__init__(
+            _RoundEntry(session.entry_id),
+            protocol=protocol,
+            policy=policy,
+            feedback=RoundFeedback(),
+            reward=RoundReward(),
+            new_episode=lambda _entry: _RoundEpisode(self),  # type: ignore[arg-type, return-value]
+        )
+        self.max_steps_per_turn = max_steps_per_turn
         self.calls: list[ExecutedCall] = []
-        self.format_errors = 0
-        self.steps = 0
-        self.answered = False
 
     def reset(self) -> list[Message]:
-        return [
-            {"role": "system", "content": self.system},
-            *self.history,
-            {"role": "user", "content": self.user},
-        ]
+        self.calls = []
+        self._remedy = None
+        return super().reset()
 
-    def step(self, model_text: str) -> Step:
-        """Consume one response; never raises on model text."""
-        self.steps += 1
-        parsed = self._parse(model_text)
-        if not parsed.ok:
-            self.format_errors += 1
-            text = (
-                "Your response does not follow the format ("
-                + "; ".join(parsed.errors[:3])
-                + "). Think inside <think>...</think>, then write either <tool_call>[...]"
-                "</tool_call> or <answer>...</answer>."
-            )
-            return self._continue([{"role": "user", "content": text}], reward=-0.1)
-        if parsed.answer is not None and not parsed.calls:
-            self.answered = True
-            return Step(observation=[], reward=0.0, done=True, info=self.info())
-        pairs = [(call.to_python(), self._execute(call)) for call in parsed.calls]
-        return self._continue([tool_message(pairs)])
+    @property
+    def steps(self) -> int:
+        return len(self.state.kinds)
 
-    def _execute(self, call: Call) -> str:
+    @property
+    def answered(self) -> bool:
+        return bool(self.state.kinds) and self.state.kinds[-1] == "answer"
+
+    def execute(self, call: Call) -> str:
+        """Run one call of the round (an injected error's text in place of its result when one
+        is due; the call runs all the same)."""
         due = self.inject_error_at is not None and len(self.calls) >= self.inject_error_at
         error = self._error_for(call) if due and not self.injected else None
         result = self.session.run(call)
@@ -263,11 +350,6 @@ class RoundEnv:
                 for name, instance in self.session.instances.items()
             )
 
-    def _continue(self, observation: list[Message], reward: float = 0.0) -> Step:
-        if self.steps >= self.max_steps:
-            return Step(observation=[], reward=reward, done=True, info=self.info(truncated=True))
-        return Step(observation=observation, reward=reward, info=self.info())
-
     @property
     def injected(self) -> bool:
         return any(c.injected for c in self.calls)
@@ -281,6 +363,3 @@ class RoundEnv:
             "injected": self.injected,
             **extra,
         }
-
-    def close(self) -> None:
-        """Nothing to release: the session belongs to the caller (it compares states after)."""

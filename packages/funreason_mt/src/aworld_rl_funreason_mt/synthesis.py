@@ -117,6 +117,11 @@ class Retry(Exception):
 class SynthesisConfig:
     """How trajectories are made (the paper gives N, M, K_max and the matcher only partly)."""
 
+    __moved_keys__ = {
+        "max_steps": "it is now max_steps_per_turn (a round is one user turn; one cap name in "
+        "every environment)"
+    }
+
     rounds: int = option(3, help="N: rounds (user turns) per trajectory (paper: unknown)", ge=1)
     classes_per_trajectory: tuple[int, ...] = option(
         (1, 2),
@@ -129,8 +134,8 @@ class SynthesisConfig:
     match: MatchRule = option(
         "call_set", help="call_set (AST set match), state (BFCL state+response) or both"
     )
-    max_steps: int = option(
-        8, help="reasoning agent's responses per round before the round is cut", ge=1
+    max_steps_per_turn: int = option(
+        8, help="reasoning agent's responses per round (user turn) before it is cut", ge=1
     )
     advanced_hint: bool = option(
         True, help="the first prompt holds the advanced tool's description (paper: Des(T_adv))"
@@ -361,7 +366,7 @@ class Synthesizer:
             history=history,
             user=round_prompt(draft.query, tool, draft.hints),
             function_docs=draft.trajectory.function_docs,
-            max_steps=self.config.max_steps,
+            max_steps_per_turn=self.config.max_steps_per_turn,
             inject_error_at=draft.inject_at,
             error_text=error,
             error_kind=draft.error_kind,

@@ -139,8 +139,15 @@ def _item(record: Mapping[str, Any], fmt: str, index: int, path: Path) -> QAItem
     )
 
 
-def load_qa(path: str | Path, fmt: QAFormat = "auto", limit: int = 0) -> list[QAItem]:
-    """The questions of one file (the first ``limit`` when > 0)."""
+def first(items: list[Any], limit: int | None) -> list[Any]:
+    """The first ``limit`` items (None: all); 0 or less is an error (it once meant all)."""
+    if limit is not None and limit < 1:
+        raise ValueError(f"limit={limit}: give N >= 1, or None for all (0 no longer means all)")
+    return items[:limit]
+
+
+def load_qa(path: str | Path, fmt: QAFormat = "auto", limit: int | None = None) -> list[QAItem]:
+    """The questions of one file (the first ``limit``; None: all)."""
     path = Path(path)
     if not path.is_file():
         raise QAFormatError(f"question file '{path}' does not exist")
@@ -152,7 +159,7 @@ def load_qa(path: str | Path, fmt: QAFormat = "auto", limit: int = 0) -> list[QA
     chosen = _detect(path, rows) if fmt == "auto" else fmt
     items = [_item(r, chosen, i, path) for i, r in enumerate(rows)]
     items = [it for it in items if it.question and it.golden_answers]
-    return items[:limit] if limit > 0 else items
+    return first(items, limit)
 
 
 def fanoutqa_path() -> Path:
@@ -163,7 +170,7 @@ def fanoutqa_path() -> Path:
     return Path(next(iter(spec.submodule_search_locations))) / "data" / "fanout-final-dev.json"
 
 
-def load_fanoutqa(*, all_answers: bool = False, limit: int = 0) -> list[QAItem]:
+def load_fanoutqa(*, all_answers: bool = False, limit: int | None = None) -> list[QAItem]:
     """FanOutQA's dev questions; by default only those whose answer is one scalar."""
     data = json.loads(fanoutqa_path().read_text(encoding="utf-8"))
     items = []
@@ -181,10 +188,12 @@ def load_fanoutqa(*, all_answers: bool = False, limit: int = 0) -> list[QAItem]:
                 decomposition=[d["question"] for d in record.get("decomposition", [])],
             )
         )
-    return items[:limit] if limit > 0 else items
+    return first(items, limit)
 
 
-def question_rows(path: str, format: QAFormat = "auto", limit: int = 0) -> list[dict[str, Any]]:
+def question_rows(
+    path: str, format: QAFormat = "auto", limit: int | None = None
+) -> list[dict[str, Any]]:
     """The registered dataset builder: rows of a question file (``fanoutqa``: the packaged set)."""
     items = load_fanoutqa(limit=limit) if path == "fanoutqa" else load_qa(path, format, limit)
     return [item.row() for item in items]

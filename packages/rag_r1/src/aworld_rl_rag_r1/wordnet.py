@@ -10,7 +10,7 @@ The recipe (``python -m aworld_rl_rag_r1.wordnet OUT_DIR [--limit N]``):
    spaces), ``text`` = ``"<lemmas>: <gloss>. <examples>. A kind of <hypernyms>."`` (``an
    instance of`` for instance hypernyms such as the writer above Mark Twain);
 4. order the documents by the SHA-1 of their id (a fixed shuffle, so the first N are a sample
-   of both files) and keep the first ``--limit`` (0: all);
+   of both files) and keep the first ``--limit`` (default: all);
 5. every ``--every``-th document (default 10) gives a question: ``"Who or what is described as:
    <gloss>?"``, answered by the synset's lemmas, with that document as its gold passage.
 
@@ -112,15 +112,21 @@ def question(synset: Synset) -> dict[str, object]:
     }
 
 
-def selected(synsets: dict[str, Synset], limit: int = 0) -> list[Synset]:
-    """People and places in the fixed shuffled order, the first ``limit`` (0: all)."""
+def selected(synsets: dict[str, Synset], limit: int | None = None) -> list[Synset]:
+    """People and places in the fixed shuffled order, the first ``limit`` (None: all)."""
     kept = [s for s in synsets.values() if s.lexfile in LEXFILES and s.gloss]
     kept.sort(key=lambda s: hashlib.sha1(s.offset.encode()).hexdigest())
-    return kept[:limit] if limit > 0 else kept
+    from aworld_rl_rag_r1.qa import first
+
+    return first(kept, limit)
 
 
 def build(
-    out_dir: str | Path, *, limit: int = 0, every: int = 10, wordnet_dir: str | Path = WORDNET_DIR
+    out_dir: str | Path,
+    *,
+    limit: int | None = None,
+    every: int = 10,
+    wordnet_dir: str | Path = WORDNET_DIR,
 ) -> tuple[Path, Path]:
     """Write ``corpus.jsonl`` and ``questions.jsonl`` (see the module docstring)."""
     if every < 1:
@@ -148,7 +154,7 @@ def iter_questions(path: str | Path) -> Iterator[dict[str, object]]:
 def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("out_dir", help="where corpus.jsonl and questions.jsonl go")
-    parser.add_argument("--limit", type=int, default=0, help="first N documents (0: all)")
+    parser.add_argument("--limit", type=int, default=None, help="first N documents (default: all)")
     parser.add_argument("--every", type=int, default=10, help="a question every N documents")
     parser.add_argument("--wordnet-dir", default=WORDNET_DIR, help="WordNet's dict directory")
     args = parser.parse_args(argv)

@@ -190,11 +190,15 @@ def _aguvis_turns(row: dict, n: int, root: Path, path: Path):
     return image, size, pairs
 
 
-def sample_across(samples: list[GroundingSample], n: int, seed: int = 0) -> list[GroundingSample]:
+def sample_across(
+    samples: list[GroundingSample], n: int | None, seed: int = 0
+) -> list[GroundingSample]:
     """``n`` samples spread over the groups (round robin over the groups, each group's own
-    order shuffled with ``seed``), in the dataset's order; all of them when ``n`` is 0 or
+    order shuffled with ``seed``), in the dataset's order; all of them when ``n`` is None or
     more than there are."""
-    if not n or n >= len(samples):
+    if n is not None and n < 1:
+        raise ValueError(f"n={n}: give N >= 1, or None for all (0 no longer means all)")
+    if n is None or n >= len(samples):
         return list(samples)
     groups: dict[str, list[int]] = defaultdict(list)
     for i, s in enumerate(samples):

@@ -12,7 +12,7 @@ LabelStyle = Literal["all", "center", "gauss"]
 
 @dataclass(frozen=True, kw_only=True)
 class PointerLossOptions:
-    """``v2p.pointer``'s options (``trainer.loss_options``; ``v2p.train``'s ``loss`` section)."""
+    """``v2p.pointer``'s options (``trainer.loss_options``, typed by ``v2p.train``)."""
 
     label_style: LabelStyle = option("gauss", help="patch labels: all, center or gauss")
     sigma_factor: float = option(

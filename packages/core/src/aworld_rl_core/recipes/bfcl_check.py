@@ -14,7 +14,7 @@ import time
 from dataclasses import dataclass
 from typing import Any, Literal
 
-from aworld_rl_core.config import option
+from aworld_rl_core.config import limit_option, option
 from aworld_rl_core.report import percent
 from aworld_rl_core.runs import Run, RunResult
 from aworld_rl_core.tooluse.bfcl.loader import (
@@ -34,7 +34,7 @@ class DataConfig:
     categories: tuple[str, ...] = option(
         DEFAULT_CATEGORIES, help="BFCL categories (single-turn AST, irrelevance, multi-turn)"
     )
-    limit: int | None = option(None, help="first N entries per category (null: all)", ge=1)
+    limit: int | None = limit_option("first N entries per category")
 
 
 @dataclass(frozen=True, kw_only=True)

@@ -30,6 +30,7 @@ import yaml
 from aworld_rl_core import registry
 from aworld_rl_core.backends.base import TrainJob
 from aworld_rl_core.config import (
+    LIMIT_NOTE,
     ConfigError,
     apply_overrides,
     describe,
@@ -211,6 +212,31 @@ def override_problems(
     return problems
 
 
+OTHER_NAMES = {
+    "entries_per_category": "limit",
+    "loss": "trainer.loss_options (the loss's options) and trainer.loss (its name)",
+}
+"""Leaf keys with one project name elsewhere -> that name."""
+
+
+def vocabulary_problems(cls: type, exceptions: Mapping[str, str] = {}) -> list[str]:
+    """The keys of ``cls`` that break the project's one vocabulary (see
+    :meth:`RecipeContract.test_one_vocabulary`)."""
+    problems = []
+    for doc in describe(cls):
+        if doc.key in exceptions or doc.key.startswith("trainer."):
+            continue
+        parts = doc.key.split(".")
+        other = [OTHER_NAMES[p] for p in parts if p in OTHER_NAMES]
+        if other:
+            problems.append(f"{doc.key}: the project's name is {other[0]}")
+        if parts[-1] == "limit" and (doc.default is not None or doc.bound_note != LIMIT_NOTE):
+            problems.append(f"{doc.key}: a limit is config.limit_option (null = all)")
+        if parts[-1] == "max_steps":
+            problems.append(f"{doc.key}: an episode's reply cap is max_steps_per_turn")
+    return problems
+
+
 class RecipeContract:
     """Every preset loads and validates; fields are documented; ``tiny-cpu`` runs end to end."""
 
@@ -219,6 +245,9 @@ class RecipeContract:
     """A valid other value per key, for keys whose values a type alone cannot give."""
     run_tiny_cpu: ClassVar[bool] = True
     tiny_cpu_overrides: ClassVar[Sequence[str]] = ()
+    vocabulary_exceptions: ClassVar[Mapping[str, str]] = {}
+    """Dotted keys exempt from ``test_one_vocabulary`` -> why (e.g. a size whose 0 and -1
+    mean something else than "first N")."""
 
     def entry(self) -> registry.RecipeEntry:
         return registry.get_recipe(self.recipe)
@@ -249,6 +278,16 @@ class RecipeContract:
             saved.write_text(to_yaml(cfg), encoding="utf-8")
             again = load_config(cls, config_file=saved)
             assert to_dict(again) == to_dict(cfg)
+
+    def test_one_vocabulary(self) -> None:
+        """If this fails: a key uses a name the project has one other name for. "First N" is
+        ``limit`` (``config.limit_option``: null = all, 0 refused), never
+        ``entries_per_category`` or a ``limit`` whose 0 means all; an episode's reply cap is
+        ``max_steps_per_turn``; loss options are ``trainer.loss_options``. Keep an old name
+        working only as ``__moved_keys__`` (an error naming the new key); list a deliberate
+        exception in ``vocabulary_exceptions``."""
+        problems = vocabulary_problems(self.entry().config_cls(), self.vocabulary_exceptions)
+        assert not problems, problems
 
     def test_override_changes_exactly_that_key(self) -> None:
         """If this fails: a ``key=value`` override changed another key too (a ``__post_init__``

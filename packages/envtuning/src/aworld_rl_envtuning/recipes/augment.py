@@ -12,7 +12,7 @@ import json
 from dataclasses import dataclass, replace
 from typing import Any, Literal
 
-from aworld_rl_core.config import option
+from aworld_rl_core.config import RENAMED_TO_LIMIT, limit_option, option
 from aworld_rl_core.llm import LLMConfig
 from aworld_rl_core.runs import Run, RunResult
 from aworld_rl_envtuning.data import CATEGORIES, SplitConfig
@@ -21,6 +21,8 @@ from aworld_rl_envtuning.data import CATEGORIES, SplitConfig
 @dataclass(frozen=True, kw_only=True)
 class AugmentConfig:
     """The semi-automatic hint workflow (paper App. B)."""
+
+    __moved_keys__ = {"entries_per_category": RENAMED_TO_LIMIT}
 
     agent: LLMConfig = option(
         factory=lambda: LLMConfig(temperature=0.7, max_tokens=4096),
@@ -38,7 +40,7 @@ class AugmentConfig:
         "train", help="which part of the split to mine"
     )
     categories: tuple[str, ...] = option(CATEGORIES, help="categories to mine")
-    entries_per_category: int = option(0, help="first N entries per category (0 = all)")
+    limit: int | None = limit_option("first N entries per category")
     split: SplitConfig = option(factory=SplitConfig, help="the data split")
     entry_ids: tuple[str, ...] = option(
         (), help="explicit BFCL entry ids to mine (replaces the split's)"
@@ -65,12 +67,9 @@ def mine_failures(cfg: AugmentConfig, run: Run) -> list[dict[str, Any]]:
 
     ids = list(cfg.entry_ids)
     if not ids:
-        split, n = bfcl_split(cfg.split), cfg.entries_per_category
-        ids = [
-            i
-            for c in check_categories(cfg.categories)
-            for i in (split.of(cfg.entries, [c])[:n] if n > 0 else split.of(cfg.entries, [c]))
-        ]
+        split = bfcl_split(cfg.split)
+        categories = check_categories(cfg.categories)
+        ids = [i for c in categories for i in split.of(cfg.entries, [c])[: cfg.limit]]
     agent = cfg.agent
     if agent.provider == "local":
         agent = replace(agent, model=local_model_path(agent.model))

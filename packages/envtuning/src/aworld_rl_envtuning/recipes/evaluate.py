@@ -18,7 +18,7 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
 
-from aworld_rl_core.config import option
+from aworld_rl_core.config import RENAMED_TO_LIMIT, limit_option, option
 from aworld_rl_core.llm import LLMConfig
 from aworld_rl_core.runs import Run, RunResult
 from aworld_rl_core.tooluse.bfcl.results import DEFAULT_MODEL
@@ -60,6 +60,8 @@ class EvalEnvConfig:
 class EvalConfig:
     """BFCL multi-turn evaluation."""
 
+    __moved_keys__ = {"entries_per_category": RENAMED_TO_LIMIT}
+
     protocol: Literal["bfcl", "envtuning"] = option(
         "bfcl",
         help="bfcl: the leaderboard's prompting protocol and verdicts; envtuning: the paper's "
@@ -80,7 +82,7 @@ class EvalConfig:
         None, help="a curriculum run's split.json to take the split from (unset: `split`)"
     )
     categories: tuple[str, ...] = option(CATEGORIES, help="BFCL multi-turn categories")
-    entries_per_category: int = option(0, help="first N entries per category (0 = all)")
+    limit: int | None = limit_option("first N entries per category")
     split: SplitConfig = option(factory=SplitConfig, help="the seeded split (no split_file)")
     env: EvalEnvConfig = option(factory=EvalEnvConfig, help="episode settings")
     concurrency: int = option(16, help="episodes in flight")
@@ -122,11 +124,11 @@ def _entry_ids(cfg: EvalConfig) -> tuple[list[str], str]:
         split, origin = _split(cfg)
         parts = ("validation", "held_out") if cfg.entries == "test" else (cfg.entries,)
         by_category = {c: [i for p in parts for i in split.of(p, [c])] for c in categories}
-    n = cfg.entries_per_category
-    ids = [i for c in categories for i in (by_category[c][:n] if n > 0 else by_category[c])]
+    n = cfg.limit
+    ids = [i for c in categories for i in by_category[c][:n]]
     counts = ", ".join(f"{sum(i.startswith(c + '_') for i in ids)} {c}" for c in categories)
     text = f"{cfg.entries}: {ENTRY_SETS[cfg.entries]}, {len(ids)} entries ({counts})"
-    if n > 0:
+    if n is not None:
         text += f", the first {n} per category"
     return ids, text + (f"; {origin}" if origin else "")
 
@@ -298,7 +300,7 @@ def run(cfg: EvalConfig, run: Run) -> RunResult:
     _check(cfg)
     ids, entries = _entry_ids(cfg)
     if not ids:
-        raise ValueError("no entries to evaluate: check categories and entries_per_category")
+        raise ValueError("no entries to evaluate: check categories and limit")
     (run.dir / "entries.json").write_text(json.dumps(ids), encoding="utf-8")
     options = {
         "max_steps_per_turn": cfg.env.max_steps_per_turn,

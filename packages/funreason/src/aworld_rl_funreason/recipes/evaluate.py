@@ -20,7 +20,7 @@ import time
 from dataclasses import dataclass
 from typing import Any, Literal
 
-from aworld_rl_core.config import option
+from aworld_rl_core.config import limit_option, option
 from aworld_rl_core.llm import make_client
 from aworld_rl_core.llm.config import LLMConfig
 from aworld_rl_core.runs import Run, RunResult
@@ -51,7 +51,7 @@ class EvalConfig:
     categories: tuple[str, ...] = option(
         CATEGORIES, help="BFCL single-turn categories (AST in python/Java/JS, (ir)relevance)"
     )
-    limit: int | None = option(None, help="first N entries per category")
+    limit: int | None = limit_option("first N entries per category")
     source: Literal["model", "ground_truth"] = option(
         "model",
         help=(

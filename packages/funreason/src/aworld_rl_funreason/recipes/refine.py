@@ -13,7 +13,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal
 
-from aworld_rl_core.config import option
+from aworld_rl_core.config import limit_option, option
 from aworld_rl_core.llm.config import LLMConfig
 from aworld_rl_core.runs import Run, RunResult
 from aworld_rl_funreason.data import FcSample, read_samples, write_jsonl
@@ -38,7 +38,7 @@ class RefineDataConfig:
             "'package:rel/path' for packaged files"
         ),
     )
-    limit: int | None = option(None, help="use only the first N samples")
+    limit: int | None = limit_option("use only the first N samples")
 
 
 @dataclass(frozen=True, kw_only=True)

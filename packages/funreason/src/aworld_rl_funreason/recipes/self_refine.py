@@ -18,7 +18,7 @@ from pathlib import Path
 from typing import Any, Literal
 
 from aworld_rl_core.atomic import write_atomic
-from aworld_rl_core.config import option
+from aworld_rl_core.config import limit_option, option
 from aworld_rl_core.llm.config import LLMConfig
 from aworld_rl_core.models.config import ModelConfig
 from aworld_rl_core.runs import Run, RunResult
@@ -48,7 +48,7 @@ class SelfRefineDataConfig:
         help="training samples: v1 samples their queries; v3 replays them if asked",
     )
     hard_path: str = option("", help="v3: the hard pool (hard.jsonl of funreason.refine)")
-    limit: int | None = option(None, help="use only the first N of each file")
+    limit: int | None = limit_option("use only the first N of each file")
     prompt: Literal["bfcl", "chat_tools"] = option(
         "bfcl", help="prompt format for sampling and training"
     )

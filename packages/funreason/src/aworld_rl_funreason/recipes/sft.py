@@ -13,7 +13,7 @@ from dataclasses import dataclass
 from typing import Any, Literal
 
 from aworld_rl_core.backends.llamafactory.config import LlamaFactoryConfig
-from aworld_rl_core.config import option
+from aworld_rl_core.config import limit_option, option
 from aworld_rl_core.models.config import ModelConfig
 from aworld_rl_core.runs import Run, RunResult
 from aworld_rl_core.trainer_config import SFTConfig, TrainerConfig, section, with_section
@@ -32,7 +32,7 @@ class SftDataConfig:
             " 'package:rel/path' for packaged files"
         ),
     )
-    limit: int | None = option(None, help="use only the first N samples")
+    limit: int | None = limit_option("use only the first N samples")
     prompt: Literal["bfcl", "chat_tools"] = option(
         "bfcl",
         help=(

@@ -6,7 +6,7 @@ import asyncio
 from dataclasses import dataclass
 from typing import Literal
 
-from aworld_rl_core.config import option
+from aworld_rl_core.config import limit_option, option
 from aworld_rl_core.llm.config import LLMConfig
 from aworld_rl_funreason_mt.data import DEMO_TRAJECTORIES
 from aworld_rl_funreason_mt.graph import ToolGraph
@@ -23,7 +23,7 @@ class TrajectoryData:
         help="trajectories.jsonl of funreason_mt.synthesize (or its run directory, records or "
         "BFCL entries); the default is the packaged pipeline-demo data",
     )
-    limit: int = option(0, help="use only the first N trajectories (0 = all)", ge=0)
+    limit: int | None = limit_option("use only the first N trajectories")
     drop_error_responses: bool = option(
         False, help="leave out trajectories with constructed error responses (the card's advice)"
     )

@@ -24,7 +24,7 @@ import json
 from dataclasses import dataclass, replace
 from typing import Any, Literal
 
-from aworld_rl_core.config import option
+from aworld_rl_core.config import limit_option, option
 from aworld_rl_core.llm import LLMConfig
 from aworld_rl_core.runs import Run, RunResult
 from aworld_rl_core.tooluse.bfcl.leaderboard import MEMORY as MEMORY_CATEGORIES
@@ -57,7 +57,7 @@ class EvalConfig:
     web_search_replay: str = option(
         "", help="a recording of search responses for the web_search categories (no SerpAPI)"
     )
-    limit: int = option(0, help="first N entries per BFCL category (0 = all)", ge=0)
+    limit: int | None = limit_option("first N entries per BFCL category")
     data: TrajectoryData = option(
         factory=TrajectoryData, help="synthesized data and its held-out split (entries=held_out)"
     )
@@ -188,12 +188,12 @@ def run(cfg: EvalConfig, run: Run) -> RunResult:
             for e in (
                 load_agentic(
                     c,
-                    limit=cfg.limit or None,
+                    limit=cfg.limit,
                     model_result_dir=model_dir,
                     web_search_replay=cfg.web_search_replay or None,
                 )
                 if c in AGENTIC_CATEGORIES
-                else load_category(c, limit=cfg.limit or None)
+                else load_category(c, limit=cfg.limit)
             )
         ]
     if cfg.entries in ("held_out", "both"):
@@ -258,7 +258,7 @@ def run(cfg: EvalConfig, run: Run) -> RunResult:
                     model=cfg.result_model,
                     protocol=cfg.protocol,
                     counts=counts,
-                    entries=f"first {n} per category" if n else "all",
+                    entries="all" if n is None else f"first {n} per category",
                 )
                 command = json.loads(summary.read_text(encoding="utf-8"))["command"]
                 section += (

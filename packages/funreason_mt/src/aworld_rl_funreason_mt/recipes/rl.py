@@ -83,7 +83,7 @@ def run(cfg: RlRecipeConfig, run: Run) -> RunResult:
         raise ValueError(f"no training entries in {cfg.data.path}")
     # held out first (a stable split of all the data), so a limit never trains on them
     train, held = split_entries(entries, cfg.data.held_out, seed=cfg.data.split_seed)
-    if cfg.data.limit:
+    if cfg.data.limit is not None:
         train = train[: cfg.data.limit]
     env = Ref.named(
         cfg.env.name,

@@ -98,7 +98,7 @@ def training_rows(cfg: SftDataConfig) -> list[dict]:
     records = read_records(cfg.path, with_tools=cfg.tools_in_template)
     if cfg.drop_error_responses:
         records = [r for r in records if not r.metadata.get("error_tool_response")]
-    if cfg.limit:
+    if cfg.limit is not None:
         records = records[: cfg.limit]
     records = [_with_system(r, cfg.tool_docs) for r in records]
     for extra in cfg.extra_paths:

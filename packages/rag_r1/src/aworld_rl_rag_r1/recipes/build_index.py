@@ -100,7 +100,7 @@ def run(cfg: BuildIndexConfig, run: Run) -> RunResult:
         corpus, _ = synthetic.write(cfg.world.synthetic, run.dir / "synthetic")
     directory = Path(expand_home(cfg.index_dir)) if cfg.index_dir else run.dir / "index"
     documents = read_documents(corpus)
-    if cfg.corpus.limit > 0:
+    if cfg.corpus.limit is not None:
         documents = itertools.islice(documents, cfg.corpus.limit)
     encoder = load_encoder(cfg.encoder) if cfg.index.type != "bm25" else None
     spec = {

@@ -13,7 +13,7 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any, Literal
 
-from aworld_rl_core.config import option, to_dict
+from aworld_rl_core.config import limit_option, option, to_dict
 from aworld_rl_rag_r1.encoders import MINILM, EncoderConfig
 from aworld_rl_rag_r1.index import IndexConfig
 from aworld_rl_rag_r1.synthetic import SyntheticConfig
@@ -31,7 +31,7 @@ class CorpusConfig:
         "passages {id, contents}; 'synthetic' = the synthetic multi-hop world",
     )
     words_per_passage: int = option(100, help="passage length in words (the paper: 100)")
-    limit: int = option(0, help="index only the first N documents (0 = all)")
+    limit: int | None = limit_option("index only the first N documents")
 
 
 @dataclass(frozen=True, kw_only=True)

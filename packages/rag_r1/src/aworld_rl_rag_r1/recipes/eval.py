@@ -22,7 +22,7 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any, Literal
 
-from aworld_rl_core.config import option, to_dict
+from aworld_rl_core.config import limit_option, option, to_dict
 from aworld_rl_core.llm import LLMConfig
 from aworld_rl_core.runs import Run, RunResult
 from aworld_rl_rag_r1.env import SearchEnvConfig
@@ -53,7 +53,7 @@ class EvalDataConfig:
         (), help="question files (JSON/JSONL/CSV), 'fanoutqa' or 'synthetic'"
     )
     format: QAFormat = option("auto", help="file format (auto: by extension and keys)")
-    limit: int = option(0, help="first N questions per file (0 = all)")
+    limit: int | None = limit_option("first N questions per file")
 
 
 @dataclass(frozen=True, kw_only=True)

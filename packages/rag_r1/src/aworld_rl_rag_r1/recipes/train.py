@@ -17,7 +17,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from aworld_rl_core.backends.verl.config import CriticConfig, VerlConfig
-from aworld_rl_core.config import option, to_dict
+from aworld_rl_core.config import limit_option, option, to_dict
 from aworld_rl_core.models.config import ModelConfig
 from aworld_rl_core.runs import Run, RunResult
 from aworld_rl_core.tracking import TrackingConfig
@@ -94,10 +94,10 @@ class TrainDataConfig:
     )
     val: str = option("", help="validation question file (empty: none)")
     format: QAFormat = option("auto", help="file format")
-    limit: int = option(
-        0, help="first N training questions of RL (after warm_start.questions; 0 = all)"
+    limit: int | None = limit_option(
+        "first N training questions of RL (after warm_start.questions)"
     )
-    val_limit: int = option(0, help="first N validation questions (0 = all)")
+    val_limit: int | None = limit_option("first N validation questions")
     heldout: int = option(
         0,
         help="the last N questions of data.train are held out (never trained on, never used to "
@@ -207,7 +207,7 @@ class TrainConfig:
     tracking: TrackingConfig = option(factory=TrackingConfig, help="experiment trackers")
 
 
-def _rows(path: str, cfg: TrainConfig, limit: int) -> list[dict[str, Any]]:
+def _rows(path: str, cfg: TrainConfig, limit: int | None) -> list[dict[str, Any]]:
     from aworld_rl_rag_r1.recipes.eval import EvalDataConfig, load_questions
 
     if not path:
@@ -267,7 +267,7 @@ class Splits:
 
 def splits(cfg: TrainConfig) -> Splits:
     """data.train cut into training, validation and held-out questions (see data.heldout)."""
-    rows = _rows(cfg.data.train, cfg, 0)
+    rows = _rows(cfg.data.train, cfg, None)
     n_held, n_val = cfg.data.heldout, cfg.data.validation
     if n_held + n_val >= len(rows) and (n_held or n_val):
         raise ValueError(
@@ -283,7 +283,7 @@ def splits(cfg: TrainConfig) -> Splits:
             "for RL: lower it (0: the warm start and RL share every training question)"
         )
     warm, rl = (train[:n_warm], train[n_warm:]) if n_warm else (train, train)
-    if cfg.data.limit:
+    if cfg.data.limit is not None:
         rl = rl[: cfg.data.limit]
         warm = warm if n_warm else rl
     return Splits(rl, rows[end - n_val : end], rows[end:], warm)

@@ -14,7 +14,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal
 
-from aworld_rl_core.config import option
+from aworld_rl_core.config import limit_option, option
 from aworld_rl_core.runs import Run, RunResult
 
 PAPER_MAX_PIXELS = 5_720_064
@@ -41,7 +41,7 @@ class EvalDataConfig:
     box_format: Literal["auto", "xyxy", "xywh", "xyxy_norm", "xywh_norm"] = option(
         "auto", help="box format; auto = detected over each annotation file"
     )
-    limit: int = option(0, help="N samples spread over the platforms / groups (0 = all)", ge=0)
+    limit: int | None = limit_option("N samples spread over the platforms / groups")
     seed: int = option(0, help="which samples data.limit takes")
 
 

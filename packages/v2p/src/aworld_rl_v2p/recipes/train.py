@@ -66,19 +66,22 @@ def _trainer() -> TrainerConfig:
 class TrainConfig:
     """Train V2P (warm-up or main stage)."""
 
+    __moved_keys__ = {
+        "loss": "the pointer loss's options are trainer.loss_options.<key> (one place for every "
+        "recipe's loss options), e.g. trainer.loss_options.lm_weight=1"
+    }
+
     model: ModelConfig = option(
         factory=lambda: ModelConfig(name_or_path="Qwen/Qwen2.5-VL-7B-Instruct", dtype="bfloat16"),
         help="the base model (warm-up) or the warm-up checkpoint (main)",
     )
     stage: Literal["warmup", "main"] = option("warmup", help="warmup: head + new rows; main: all")
     data: TrainDataConfig = option(factory=TrainDataConfig, help="training data")
-    loss: PointerLossOptions = option(
-        factory=PointerLossOptions, help="v2p.pointer, the model-level loss (trainer.loss)"
-    )
     trainer: TrainerConfig = option(
         factory=_trainer,
-        help="optimisation and launch (hf-sft backend; trainer.hf-sft.nproc_per_node / nnodes "
-        "/ zero_stage for several GPUs)",
+        help="optimisation and launch (hf-sft backend; trainer.loss_options: v2p.pointer's "
+        "label_style, sigma_factor, suppression, suppression_region, lm_weight, pointer_weight; "
+        "trainer.hf-sft.nproc_per_node / nnodes / zero_stage for several GPUs)",
     )
 
 
@@ -101,10 +104,9 @@ def check(cfg: TrainConfig, gpus: int) -> None:
         )
     if t.backend != "hf-sft":
         raise ConfigError(f"v2p.train trains through hf-sft, not trainer.backend={t.backend!r}")
-    if t.loss_options:
-        raise ConfigError(
-            "v2p.train takes the pointer loss's options as loss.<key>, not trainer.loss_options"
-        )
+    if t.loss != LOSS:
+        raise ConfigError(f"v2p.train trains {LOSS}, not trainer.loss={t.loss!r}")
+    loss_options(cfg)  # typed: a wrong key or value names trainer.loss_options.<key>
     if cfg.stage == "warmup" and t.weight_decay > 0:
         raise ConfigError(
             f"stage=warmup with trainer.weight_decay={t.weight_decay}: AdamW's decay would move "
@@ -114,7 +116,7 @@ def check(cfg: TrainConfig, gpus: int) -> None:
 
 def training_job(cfg: TrainConfig, run: Run):
     """core's hf-sft job: V2P records, this package's model factory and stage setup, and
-    ``v2p.pointer`` with the ``loss`` section as its options."""
+    ``v2p.pointer`` with ``trainer.loss_options`` (typed, lm_weight set by stage)."""
     from aworld_rl_core.backends.base import TrainJob
     from aworld_rl_core.refs import Ref
     from aworld_rl_v2p.training import to_record
@@ -141,12 +143,21 @@ def training_job(cfg: TrainConfig, run: Run):
     )
 
 
+def loss_options(cfg: TrainConfig) -> PointerLossOptions:
+    """``trainer.loss_options`` as the pointer loss's typed options (an unknown key or a wrong
+    type is a ConfigError naming ``trainer.loss_options.<key>``)."""
+    from aworld_rl_core.config import from_dict
+
+    return from_dict(PointerLossOptions, cfg.trainer.loss_options, prefix="trainer.loss_options.")
+
+
 def stage_loss(cfg: TrainConfig) -> PointerLossOptions:
     """The loss options with ``lm_weight`` set by stage where it is not given: none in the
     warm-up (the paper trains the head on the pointer loss only), 1.0 in the main stage."""
-    if cfg.loss.lm_weight is not None:
-        return cfg.loss
-    return dataclasses.replace(cfg.loss, lm_weight=-1.0 if cfg.stage == "warmup" else 1.0)
+    loss = loss_options(cfg)
+    if loss.lm_weight is not None:
+        return loss
+    return dataclasses.replace(loss, lm_weight=-1.0 if cfg.stage == "warmup" else 1.0)
 
 
 def training_samples(data: TrainDataConfig):

@@ -23,165 +23,134 @@ from __future__ import annotations
 import functools
 import json
 from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
 from typing import Any, Literal
 
-from aworld_rl_core.environment import Message, Step
-from aworld_rl_core.tooluse.bfcl.episode import MultiTurnEpisode
+from aworld_rl_core.environment import Message
 from aworld_rl_core.tooluse.bfcl.loader import (
     MULTI_TURN_CATEGORIES,
     BfclEntry,
     entry_from_raw,
     load_category,
 )
-from aworld_rl_core.tooluse.bfcl.prompts import with_system_prompt
-from aworld_rl_core.tooluse.calls import format_python_call, signatures_from_tools
-from aworld_rl_core.tooluse.parsers import get_parser
+from aworld_rl_core.tooluse.bfcl.turns import BfclTurnEnv, ParserProtocol, TurnPolicy
+from aworld_rl_core.tooluse.bfcl.turns import Reward as RewardPart
+from aworld_rl_core.tooluse.calls import signatures_from_tools
 
-Reward = Literal["binary", "progress"]
+RewardKind = Literal["binary", "progress"]
 BFCL_STEP_LIMIT = 20
 """BFCL's own limit of model steps per user turn."""
 
 
-def tool_message(pairs: Sequence[tuple[str, str]]) -> Message:
-    """The results of one step: a ``tool`` message holding a JSON list of ``{call: result}``."""
-    content = json.dumps([{call: result} for call, result in pairs], ensure_ascii=False)
-    return {"role": "tool", "content": content}
+class CoreReward(RewardPart):
+    """``binary`` (FunRL): 1.0 when every reply followed the format and every turn passed, else
+    0.0; ``progress``: the share of turns that passed. Paid at the end."""
+
+    def __init__(self, kind: RewardKind = "binary") -> None:
+        if kind not in ("binary", "progress"):
+            raise ValueError(f"reward must be 'binary' or 'progress', got {kind!r}")
+        self.kind = kind
+
+    def total(self, env: BfclTurnEnv) -> float:
+        assert env.entry.ground_truth is not None
+        passed = sum(env.state.turn_scores) / len(env.entry.ground_truth)
+        if self.kind == "progress":
+            return float(passed)
+        return float(passed == 1.0 and env.state.format_errors == 0)
+
+    def info(self, env: BfclTurnEnv, **extra: Any) -> dict[str, Any]:
+        return {"turn": len(env.state.turn_scores), "format_errors": env.state.format_errors}
+
+    def final_info(self, env: BfclTurnEnv) -> dict[str, Any]:
+        state = env.state
+        return {
+            "entry_id": env.entry.id,
+            "valid": all(s == 1.0 for s in state.turn_scores),
+            "turn_scores": list(state.turn_scores),
+            "format_errors": state.format_errors,
+            "calls_per_turn": [
+                [c for reply in turn for c in reply] for turn in state.calls_per_turn
+            ],
+        }
 
 
-class BfclMultiTurnEnv:
-    """One episode of one BFCL multi-turn entry (see the module docstring)."""
+@dataclass(frozen=True)
+class OpeningProtocol(ParserProtocol):
+    """A registered parser; the row's ``prompt`` as the opening when it has one."""
+
+    opening_messages: tuple[Message, ...] = ()
+
+    def opening(self, env: BfclTurnEnv) -> list[Message]:
+        if self.opening_messages:
+            return [dict(m) for m in self.opening_messages]
+        return super().opening(env)
+
+
+def parser_options(entry: BfclEntry, protocol: str) -> dict[str, Any]:
+    """Core's options of a parser for an entry: python-call protocols check calls against the
+    entry's functions (held-out ones included)."""
+    options: dict[str, Any] = {}
+    if protocol == "think_tool_python":
+        options = {"allow_both": False}
+    if protocol in ("think_python", "think_tool_python"):
+        docs = [*entry.functions, *(d for ds in entry.missed_functions.values() for d in ds)]
+        options["signatures"] = signatures_from_tools(docs)
+    return options
+
+
+class BfclMultiTurnEnv(BfclTurnEnv):
+    """``core.bfcl-multi-turn`` (module docstring): a registered parser, core's feedback, the
+    turn ending at its ``max_steps_per_turn``-th reply, calls executed in every turn, and the
+    binary or progress reward at the end."""
 
     def __init__(
         self,
         entry: BfclEntry,
         *,
         protocol: str = "think_tool_python",
-        reward: Reward = "binary",
+        reward: RewardKind = "binary",
         max_steps_per_turn: int = BFCL_STEP_LIMIT,
         opening: Sequence[Message] | None = None,
     ) -> None:
         if not entry.is_multi_turn or entry.ground_truth is None:
             raise ValueError(f"{entry.id}: a BFCL multi-turn entry with ground truth is needed")
-        if reward not in ("binary", "progress"):
-            raise ValueError(f"reward must be 'binary' or 'progress', got {reward!r}")
-        if max_steps_per_turn < 1:
-            raise ValueError(f"max_steps_per_turn must be >= 1, got {max_steps_per_turn}")
-        self.entry = entry
-        self._expected_turns = len(entry.ground_truth)
+        reward_part = CoreReward(reward)
+        policy = TurnPolicy(max_steps_per_turn=max_steps_per_turn)
+        parser = OpeningProtocol(
+            protocol, parser_options(entry, protocol), tuple(dict(m) for m in opening or ())
+        )
+        super().__init__(entry, protocol=parser, policy=policy, reward=reward_part)
         self.reward_kind = reward
         self.max_steps_per_turn = max_steps_per_turn
-        self.opening = [dict(m) for m in opening] if opening else None
-        options: dict[str, Any] = {}
-        if protocol == "think_tool_python":
-            options = {"allow_both": False}
-        if protocol in ("think_python", "think_tool_python"):
-            docs = [*entry.functions, *(d for ds in entry.missed_functions.values() for d in ds)]
-            options["signatures"] = signatures_from_tools(docs)
-        self._parse = get_parser(protocol, **options)
-        self._episode: MultiTurnEpisode | None = None
-        self.calls_per_turn: list[list[str]] = []
-        self.turn_scores: list[float] = []
-        self.format_errors = 0
-        self._steps_in_turn = 0
-        self._done = False
 
     @classmethod
     def from_row(cls, row: Mapping[str, Any], **options: Any) -> BfclMultiTurnEnv:
         """The registered factory: the row's ``bfcl_entry`` or ``entry_id`` (module docstring)."""
-        if not isinstance(row, Mapping):
-            raise ValueError(f"a BFCL row must be a mapping, got {type(row).__name__}")
-        if row.get("bfcl_entry") is not None:
-            raw = row["bfcl_entry"]
-            entry = _entry_from_json(raw if isinstance(raw, str) else json.dumps(raw))
-        elif row.get("entry_id"):
-            entry = entry_by_id(str(row["entry_id"]))
-        else:
-            raise ValueError(
-                f"a BFCL row needs 'bfcl_entry' (an entry or its JSON) or 'entry_id'; got keys "
-                f"{sorted(row)}"
-            )
+        entry = _row_entry(row)
         prompt = row.get("prompt")
         opening = prompt if isinstance(prompt, list) and prompt else None
         return cls(entry, opening=opening, **options)
 
-    # -- protocol ------------------------------------------------------------------------------
-
-    def reset(self) -> list[Message]:
-        """Fresh API instances; the opening messages."""
-        self.close()
-        self._episode = MultiTurnEpisode(self.entry)
-        self.calls_per_turn, self.turn_scores = [[]], []
-        self.format_errors = self._steps_in_turn = 0
-        self._done = False
-        if self.opening is not None:
-            return [dict(m) for m in self.opening]
-        first = self._episode.user_messages(0)
-        return with_system_prompt(first, self._episode.function_docs(0))
-
-    def step(self, model_text: str) -> Step:
-        """Consume one response; never raises on model text."""
-        if self._episode is None:
-            raise RuntimeError("call reset() before step()")
-        if self._done:
-            raise RuntimeError(f"episode {self.entry.id} is over; start a new environment")
-        self._steps_in_turn += 1
-        parsed = self._parse(model_text)
-        if not parsed.ok:
-            self.format_errors += 1
-            problems = "; ".join(parsed.errors[:3])
-            note = (
-                f"Your response does not follow the required format ({problems}). Reason "
-                "first, then either call tools or give the answer."
-            )
-            return self._continue([{"role": "user", "content": note}])
-        if not parsed.calls:
-            return self._end_turn()
-        results = self._episode.dispatch(parsed.calls)
-        calls = [format_python_call(c) for c in parsed.calls]
-        self.calls_per_turn[-1] += calls
-        return self._continue(
-            [tool_message([(c, r.text) for c, r in zip(calls, results, strict=True)])]
-        )
-
-    def close(self) -> None:
-        if self._episode is not None:
-            self._episode.close()
-            self._episode = None
-
-    # -- internals -----------------------------------------------------------------------------
-
-    def _continue(self, observation: list[Message]) -> Step:
-        if self._steps_in_turn >= self.max_steps_per_turn:
-            return self._end_turn()
-        return Step(observation=observation, info=self._info())
-
-    def _end_turn(self) -> Step:
-        assert self._episode is not None
-        self.turn_scores.append(self._episode.end_turn().score)
-        self._steps_in_turn = 0
-        if self._episode.done:
-            self._done = True
-            return Step(observation=[], reward=self.reward(), done=True, info=self.final_info())
-        self.calls_per_turn.append([])
-        return Step(observation=self._episode.user_messages(), info=self._info())
-
     def reward(self) -> float:
-        passed = sum(self.turn_scores) / self._expected_turns
-        if self.reward_kind == "progress":
-            return float(passed)
-        return float(passed == 1.0 and self.format_errors == 0)
-
-    def _info(self) -> dict[str, Any]:
-        return {"turn": len(self.turn_scores), "format_errors": self.format_errors}
+        return self.reward_part.total(self)
 
     def final_info(self) -> dict[str, Any]:
-        return {
-            "entry_id": self.entry.id,
-            "valid": all(s == 1.0 for s in self.turn_scores),
-            "turn_scores": list(self.turn_scores),
-            "format_errors": self.format_errors,
-            "calls_per_turn": [list(t) for t in self.calls_per_turn],
-        }
+        return self.reward_part.final_info(self)
+
+
+def _row_entry(row: Mapping[str, Any]) -> BfclEntry:
+    """The row's ``bfcl_entry`` or ``entry_id`` (module docstring)."""
+    if not isinstance(row, Mapping):
+        raise ValueError(f"a BFCL row must be a mapping, got {type(row).__name__}")
+    if row.get("bfcl_entry") is not None:
+        raw = row["bfcl_entry"]
+        return _entry_from_json(raw if isinstance(raw, str) else json.dumps(raw))
+    if row.get("entry_id"):
+        return entry_by_id(str(row["entry_id"]))
+    raise ValueError(
+        f"a BFCL row needs 'bfcl_entry' (an entry or its JSON) or 'entry_id'; got keys "
+        f"{sorted(row)}"
+    )
 
 
 @functools.lru_cache(maxsize=64)
@@ -200,6 +169,40 @@ def entry_by_id(entry_id: str) -> BfclEntry:
     if entry_id not in entries:
         raise KeyError(f"no BFCL multi-turn entry {entry_id!r} (ids look like multi_turn_base_0)")
     return entries[entry_id]
+
+
+def parser_protocol(
+    entry: BfclEntry, parser: str = "think_tool_python", **options: Any
+) -> ParserProtocol:
+    """``core.parser``: a registered parser with core's options for the entry (and ``options``)."""
+    return ParserProtocol(parser, {**parser_options(entry, parser), **options})
+
+
+def core_reward(entry: BfclEntry, kind: RewardKind = "binary") -> CoreReward:
+    """``core.reward``: binary or progress, paid at the end."""
+    return CoreReward(kind)
+
+
+def env_from_parts(
+    row: Mapping[str, Any],
+    *,
+    protocol: Any = "core.parser",
+    turns: Any = "core.turns",
+    feedback: Any = "core.feedback",
+    reward: Any = "core.reward",
+) -> BfclTurnEnv:
+    """``core.bfcl-turns``: the row's entry (as for ``core.bfcl-multi-turn``) in an environment
+    built from registered episode parts, each a name or ``{"name": ..., **options}``."""
+    from aworld_rl_core.tooluse.bfcl.turns import build_part
+
+    entry = _row_entry(row)
+    return BfclTurnEnv(
+        entry,
+        protocol=build_part(protocol, entry, "protocol"),
+        policy=build_part(turns, entry, "turns"),
+        feedback=build_part(feedback, entry, "feedback"),
+        reward=build_part(reward, entry, "reward"),
+    )
 
 
 def env_from_row(row: Mapping[str, Any], **options: Any) -> BfclMultiTurnEnv:
