@@ -112,13 +112,27 @@ def deepspeed_file(job: TrainJob, *, write: bool) -> str | None:
     sft, hs = job.trainer.sft, hf_sft_section(job.trainer)
     if sft.deepspeed:
         return sft.deepspeed
-    if hs.zero_stage == 0:
+    bf16 = job.model.dtype == "bfloat16"
+    folder = job.run.dir.resolve() / WORK_DIR
+    return zero_file(folder, hs.zero_stage, bf16=bf16, cpu_offload=hs.cpu_offload, write=write)
+
+
+def zero_file(
+    folder: Path,
+    stage: int,
+    *,
+    bf16: bool | None,
+    cpu_offload: bool,
+    write: bool,
+    key: str = "trainer.hf-sft",
+) -> str | None:
+    """``folder/zero<stage>.json``, holding ``zero_config`` (written when ``write``); None for
+    stage 0 (no DeepSpeed)."""
+    if stage == 0:
         return None
-    path = job.run.dir.resolve() / WORK_DIR / f"zero{hs.zero_stage}.json"
+    path = folder / f"zero{stage}.json"
     if write:
-        config = zero_config(
-            hs.zero_stage, bf16=job.model.dtype == "bfloat16", cpu_offload=hs.cpu_offload
-        )
+        config = zero_config(stage, bf16=bf16, cpu_offload=cpu_offload, key=key)
         path.parent.mkdir(parents=True, exist_ok=True)
         path.write_text(json.dumps(config, indent=2), encoding="utf-8")
     return str(path)

@@ -187,23 +187,20 @@ def deepspeed_file(job: TrainJob, *, write: bool) -> str | None:
     else the ZeRO config of ``trainer.llamafactory.zero_stage`` (core's ``zero_config``, both
     precisions ``"auto"``: the worker sets bf16/fp16 for the device), written to
     ``<run>/llamafactory/zero<stage>.json`` when ``write``."""
-    import json
-
-    from aworld_rl_core.backends.hf_sft_launch import zero_config
+    from aworld_rl_core.backends.hf_sft_launch import zero_file
 
     lf = section(job.trainer, LlamaFactoryConfig)
     if lf.deepspeed:
         return lf.deepspeed
-    if lf.zero_stage == 0:
-        return None
-    path = job.run.dir.resolve() / WORK_DIR / f"zero{lf.zero_stage}.json"
-    if write:
-        config = zero_config(
-            lf.zero_stage, bf16=None, cpu_offload=lf.cpu_offload, key="trainer.llamafactory"
-        )
-        path.parent.mkdir(parents=True, exist_ok=True)
-        path.write_text(json.dumps(config, indent=2), encoding="utf-8")
-    return str(path)
+    folder = job.run.dir.resolve() / WORK_DIR
+    return zero_file(
+        folder,
+        lf.zero_stage,
+        bf16=None,
+        cpu_offload=lf.cpu_offload,
+        write=write,
+        key="trainer.llamafactory",
+    )
 
 
 def python_path_dir(directory: Path, *, stub_torchaudio: bool) -> Path:
