@@ -21,7 +21,7 @@ SMALL = (
     "warm_start.entries=8",
     "evaluation.points_per_category=1",
     "validation.every=2",
-    "validation.entries_per_category=1",
+    "validation.limit=1",
     "trainer.save_steps=2",
     "trainer.rl.group_size=4",
 )

@@ -35,21 +35,10 @@ class TestPlugin(PluginContract):
     }
 
 
-VALIDATION_SIZE = {
-    "validation.entries_per_category": "a validation-set size (0 = no validation), not a "
-    "first-N limit",
-}
-HELD_OUT_SIZE = {
-    "evaluation.entries_per_category": "0 = all and -1 = skip the evaluation: a switch and a "
-    "limit in one key (to split into evaluation.limit and a switch)",
-}
-
-
 class TestStageRecipe(RecipeContract):
     """The fast end-to-end check: one GRPO step of stage 2 with the tiny model."""
 
     recipe = "envtuning.stage"
-    vocabulary_exceptions = VALIDATION_SIZE
     override_values = {"stage.reward": "binary"}  # checked against the reward names
 
     def check_result(self, result, run_dir):
@@ -85,7 +74,6 @@ class TestCurriculumRecipe(RecipeContract):
     progress reward gives GRPO groups with reward variance (a policy gradient) in stages 2-4."""
 
     recipe = "envtuning.curriculum"
-    vocabulary_exceptions = {**VALIDATION_SIZE, **HELD_OUT_SIZE}
 
     def check_result(self, result, run_dir):
         state = json.loads((run_dir / "curriculum_state.json").read_text())
@@ -165,7 +153,7 @@ def test_curriculum_resumes_finished_stages_without_training(tmp_path, aworld_ho
         entry.config_cls(),
         preset="tiny-cpu-bfcl",
         presets=entry.presets,
-        overrides=["evaluation.entries_per_category=-1"],
+        overrides=["evaluation.enabled=false"],
     )
     run_dir = tmp_path / "run"
     run_dir.mkdir()
@@ -442,3 +430,68 @@ def test_old_first_n_key_names_limit(recipe):
     with pytest.raises(ConfigError, match="0 no longer means all: write null"):
         load("limit=0")
     assert load().limit is None and load("limit=2").limit == 2
+
+
+@pytest.mark.parametrize(
+    ("recipe", "section", "old", "new"),
+    [
+        ("envtuning.stage", "validation", "0", "validation.enabled=false"),
+        ("envtuning.curriculum", "validation", "0", "validation.enabled=false"),
+        ("envtuning.curriculum", "evaluation", "-1", "evaluation.enabled=false"),
+        ("envtuning.curriculum", "evaluation", "0", "evaluation.limit=null"),
+    ],
+)
+def test_old_section_sizes_name_limit_and_enabled(recipe, section, old, new):
+    """``validation.entries_per_category`` (0 = none) and ``evaluation.entries_per_category``
+    (0 = all, -1 = skip) became ``<section>.limit`` (null = all) and ``<section>.enabled``: the
+    old key is an error that names both and says what its special values are now."""
+    import re
+
+    from aworld_rl_core.errors import ConfigError
+
+    entry = registry.get_recipe(recipe)
+
+    def load(*overrides):
+        return load_config(entry.config_cls(), presets=entry.presets, overrides=list(overrides))
+
+    pattern = (
+        f"{section}.entries_per_category is not set here: it is now '{section}.limit'.*"
+        f"'{section}.enabled'.*entries_per_category={old} -> {re.escape(new)}"
+    )
+    with pytest.raises(ConfigError, match=pattern):
+        load(f"{section}.entries_per_category={old}")
+    with pytest.raises(ConfigError, match="0 no longer means all: write null"):
+        load(f"{section}.limit=0")
+    cfg = getattr(load(), section)
+    assert cfg.enabled is True and cfg.limit is None
+    assert getattr(load(f"{section}.limit=2", f"{section}.enabled=false"), section).limit == 2
+
+
+def test_validation_and_evaluation_entries_follow_limit_and_enabled():
+    """The first ``limit`` entries of each category (null: all of them), none when disabled:
+    4 categories x the split's 2 validation and 3 held-out entries each."""
+    from types import SimpleNamespace
+
+    from aworld_rl_envtuning.data import CATEGORIES, SplitConfig, split_ids
+    from aworld_rl_envtuning.recipes.common import ValidationConfig
+    from aworld_rl_envtuning.recipes.curriculum import EvaluationConfig
+    from aworld_rl_envtuning.recipes.training import describe_evaluation, validation_ids
+
+    ids = {c: [f"{c}_{i}" for i in range(10)] for c in CATEGORIES}
+    split = split_ids(ids, SplitConfig(train_per_category=5, validation_per_category=2))
+    firsts = [split.of("validation", [c])[0] for c in CATEGORIES]
+    assert len(CATEGORIES) == 4
+    assert validation_ids(split, ValidationConfig(limit=1)) == firsts
+    assert len(validation_ids(split, ValidationConfig())) == 8
+    assert validation_ids(split, ValidationConfig(enabled=False, limit=1)) == []
+
+    def held_out(limit):
+        cfg = SimpleNamespace(
+            evaluation=EvaluationConfig(limit=limit),
+            validation=ValidationConfig(),
+            stages=[SimpleNamespace(prompt_style="basic")],
+        )
+        return describe_evaluation("m", split, cfg)
+
+    assert ": 12 held-out entries" in held_out(None)  # 10 - 5 - 2 = 3 per category
+    assert ": 8 held-out entries" in held_out(2)

@@ -55,7 +55,7 @@ def config(*overrides):
         preset="tiny-cpu-bfcl",
         presets="aworld_rl_envtuning:configs/curriculum",
         overrides=[
-            "evaluation.entries_per_category=-1",
+            "evaluation.enabled=false",
             "transition.rule=plateau",
             "warm_start.steps=0",
             "model.name_or_path=base-model",

@@ -5,7 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any, Literal
 
-from aworld_rl_core.config import option
+from aworld_rl_core.config import limit_option, option
 from aworld_rl_envtuning.data import CATEGORIES, SplitConfig
 
 
@@ -84,13 +84,24 @@ class ValidationConfig:
     """Validation inside each stage's run (greedy episodes on the validation entries, no hints,
     scored by BFCL's verdict) and the settings of the final held-out evaluation."""
 
+    __moved_keys__ = {
+        "entries_per_category": "it is now 'validation.limit' (first N validation entries per "
+        "category; null: all) and 'validation.enabled' (entries_per_category=0 -> "
+        "validation.enabled=false; entries_per_category=N -> validation.limit=N)"
+    }
+
+    enabled: bool = option(
+        True,
+        help="validate inside each stage's run (false: no validation entries; "
+        "transition.rule=plateau needs them)",
+    )
+    limit: int | None = limit_option(
+        "validation entries per category (the split holds data.validation_per_category)"
+    )
     every: int = option(
         10, help="validate every N optimizer steps of a stage (and at its end)", ge=1
     )
     before_train: bool = option(False, help="also validate each stage's starting model")
-    entries_per_category: int = option(
-        25, help="validation entries per category (paper: 100 in all; 0 = no validation)", ge=0
-    )
     max_steps_per_turn: int = option(20, help="model steps per user turn (BFCL uses 20)", ge=1)
     whole_episodes: bool = option(
         False,

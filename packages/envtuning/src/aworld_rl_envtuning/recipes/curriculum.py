@@ -14,7 +14,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
 
 from aworld_rl_core.backends.plan import is_dry_run
-from aworld_rl_core.config import from_dict, option, without_keys
+from aworld_rl_core.config import from_dict, limit_option, option, without_keys
 from aworld_rl_core.models.config import ModelConfig
 from aworld_rl_core.runs import Run, RunResult
 from aworld_rl_core.tracking import TrackingConfig
@@ -58,9 +58,15 @@ def paper_validation() -> ValidationConfig:
 class EvaluationConfig:
     """The evaluation after the last stage (held-out entries, augmentation off)."""
 
-    entries_per_category: int = option(
-        0, help="held-out entries per category (0 = all 300; -1 = skip)", ge=-1
-    )
+    __moved_keys__ = {
+        "entries_per_category": "it is now 'evaluation.limit' (first N held-out entries per "
+        "category; null: all) and 'evaluation.enabled' (entries_per_category=-1 -> "
+        "evaluation.enabled=false; entries_per_category=0 -> evaluation.limit=null; "
+        "entries_per_category=N -> evaluation.limit=N)"
+    }
+
+    enabled: bool = option(True, help="run the final evaluation (false: skip it)")
+    limit: int | None = limit_option("held-out entries per category (the paper: all 300)")
     points_per_category: int = option(
         0,
         help="held-out entries per category played at every point (random start, warm start, "
@@ -206,7 +212,7 @@ def run_curriculum(cfg: CurriculumConfig, run: Run) -> RunResult:
         start = local_model_path(cfg.model.name_or_path)
         split = read_split(run.dir / "split.json")
         metrics = {**evaluate_points(cfg, state, split, start, run), **metrics}  # first
-    if cfg.evaluation.entries_per_category >= 0:
+    if cfg.evaluation.enabled:
         split = read_split(run.dir / "split.json")
         if is_dry_run(cfg.trainer):
             print(describe_evaluation(state.model, split, cfg))
@@ -214,7 +220,7 @@ def run_curriculum(cfg: CurriculumConfig, run: Run) -> RunResult:
         scores, files = evaluate_held_out(
             state.model,
             split,
-            cfg.evaluation.entries_per_category,
+            cfg.evaluation.limit,
             cfg.validation,
             cfg.env,
             style=cfg.stages[-1].prompt_style,

@@ -252,7 +252,7 @@ def run_evaluation(
 def evaluate_held_out(
     model_path: str,
     split: Split,
-    per_category: int,
+    limit: int | None,
     validation: ValidationConfig,
     env: EnvConfig,
     *,
@@ -260,16 +260,9 @@ def evaluate_held_out(
     out_dir: Path,
     run: Run,
 ) -> tuple[dict[str, float], dict[str, Path]]:
-    """The curriculum's final evaluation of a local checkpoint on held-out entries."""
-    ids = [
-        i
-        for c in CATEGORIES
-        for i in (
-            split.of("held_out", [c])[:per_category]
-            if per_category > 0
-            else split.of("held_out", [c])
-        )
-    ]
+    """The curriculum's final evaluation of a local checkpoint on the first ``limit`` held-out
+    entries of each category (null: all)."""
+    ids = [i for c in CATEGORIES for i in split.of("held_out", [c])[:limit]]
     llm = LLMConfig(
         provider="local",
         model=model_path,

@@ -50,8 +50,12 @@ def _spread(ids: list[str], n: int) -> list[str]:
     return [ids[int(i * step)] for i in range(n)]
 
 
-def validation_ids(split: Split, per_category: int) -> list[str]:
-    return [i for c in CATEGORIES for i in split.of("validation", [c])[:per_category]]
+def validation_ids(split: Split, validation: ValidationConfig) -> list[str]:
+    """The in-run validation entries: the first ``validation.limit`` of each category (none
+    when ``validation.enabled`` is false)."""
+    if not validation.enabled:
+        return []
+    return [i for c in CATEGORIES for i in split.of("validation", [c])[: validation.limit]]
 
 
 def local_model_path(name_or_path: str) -> str:
@@ -96,12 +100,12 @@ def run_stage(
 
     rows = stage_rows(stage_entry_ids(stage, split, cfg.data), "train", cfg.env, stage)
     validation = cfg.validation
-    val_ids = validation_ids(split, validation.entries_per_category)
+    val_ids = validation_ids(split, validation)
     val_rows = stage_rows(val_ids, "validation", cfg.env, stage, **_validation_env(validation))
     if cfg.transition.rule == "plateau" and not val_rows:
         raise ValueError(
-            "transition.rule=plateau needs validation entries: set "
-            "validation.entries_per_category > 0 or transition.rule=fixed"
+            "transition.rule=plateau needs validation entries: set validation.enabled=true "
+            "(and data.validation_per_category > 0) or transition.rule=fixed"
         )
     steps = stage.total_steps(len(rows))
     trainer = rebuild(
@@ -224,11 +228,7 @@ def _stage_line(
 
 def describe_evaluation(model: str, split: Split, cfg: Any) -> str:
     """What the curriculum's final evaluation would run (printed by a dry run)."""
-    per = cfg.evaluation.entries_per_category
-    count = sum(
-        len(split.of("held_out", [c])[:per] if per else split.of("held_out", [c]))
-        for c in CATEGORIES
-    )
+    count = sum(len(split.of("held_out", [c])[: cfg.evaluation.limit]) for c in CATEGORIES)
     v = cfg.validation
     return (
         f"\n== final evaluation (not run in a dry run): {count} held-out entries of "

@@ -208,7 +208,7 @@ def warm_start(cfg: Any, start: str, split: Split, run: Run) -> str:
     # stage 1's own entries as stage 1 plays them (its reward and limits), greedily
     rows = stage_rows(stage_entry_ids(stage, split, cfg.data), "train", cfg.env, stage)
     scores = {"stage 1's training entries": _before_after(start, model, rows, env, trainer)}
-    val_ids = validation_ids(split, cfg.validation.entries_per_category)
+    val_ids = validation_ids(split, cfg.validation)
     if val_ids:
         from aworld_rl_envtuning.recipes.training import _validation_env
 
