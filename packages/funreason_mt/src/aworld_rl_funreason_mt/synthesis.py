@@ -447,7 +447,7 @@ class Synthesizer:
 
     def _round(self, draft: Draft, env: RoundEnv, episode: Any) -> Round:
         """The round as it would be kept: the bare query, then the attempt's messages."""
-        opening = len(env.reset())
+        opening = len(env.protocol.opening(env))  # not reset(): that clears the round's calls
         user = draft.query if not self.config.keep_hints else env.user
         messages = [{"role": "user", "content": user}, *episode.messages[opening:]]
         return Round(
