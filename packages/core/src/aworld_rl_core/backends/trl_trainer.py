@@ -22,6 +22,7 @@ from aworld_rl_core.backends.checkpoints import AtomicCheckpoints
 from aworld_rl_core.engine import ChatCodec, Episode, Limits, Rollout, run_batched
 from aworld_rl_core.environment import Environment, Message, Step
 from aworld_rl_core.models.generate import HfGenerator, generate_turns
+from aworld_rl_core.segments import runs
 
 ROW_INDEX = "row_index"
 """The only data column TRL sees besides a placeholder prompt; rows stay Python objects."""
@@ -180,7 +181,7 @@ def supports(episodes: Sequence[Episode], tokenizer: Any, vocab: int) -> tuple[A
     index = torch.full((len(episodes), max(width, 1)), -1, dtype=torch.long)
     rows: dict[tuple[int, ...], int] = {}
     for b, episode in enumerate(episodes):
-        turns = _model_turns(episode.loss_mask)
+        turns = runs(episode.loss_mask)  # the model turns of the completion
         starts = [
             i
             for i, m in enumerate(episode.messages)
@@ -203,18 +204,6 @@ def supports(episodes: Sequence[Episode], tokenizer: Any, vocab: int) -> tuple[A
     for key, row in rows.items():
         table[row, list(key)] = True
     return index, table
-
-
-def _model_turns(loss_mask: Sequence[int]) -> list[tuple[int, int]]:
-    """``(begin, end)`` of each run of 1s: the model turns of an episode's completion."""
-    runs, begin = [], None
-    for i, m in enumerate([*loss_mask, 0]):
-        if m and begin is None:
-            begin = i
-        elif not m and begin is not None:
-            runs.append((begin, i))
-            begin = None
-    return runs
 
 
 class EnvGRPOTrainer(AtomicCheckpoints, GRPOTrainer):
