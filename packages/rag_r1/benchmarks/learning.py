@@ -60,6 +60,8 @@ def one(
     overrides = [f"trainer.seed={seed}", f"env.max_queries={max_queries}", *extra]
     if warm is not None:
         overrides.append(f"warm_start.from_run={warm}")
+    if (directory / "heldout_points.json").is_file():  # finished before: collected, not rerun
+        return {**collect(directory, seed, max_queries), "warm_start_from": str(warm)}
     env = {**os.environ, "OMP_NUM_THREADS": os.environ.get("OMP_NUM_THREADS", "1")}
     began = time.perf_counter()
     proc = subprocess.Popen(

@@ -3,8 +3,9 @@
 With ``warm_start.steps > 0`` the scripted searcher (a labelled test double) plays the training
 questions against the index; its correct trajectories train the model with hf-sft, the
 retrieved ``<information>`` blocks masked out of the loss (``learning.information_masked_ce``),
-and RL starts from the result. With ``warm_start.world_tokenizer`` a tiny ``vocab=N`` model first
-gets a BPE trained on the synthetic world's text. With ``data.heldout`` (and ``data.validation``)
+and RL starts from the result (``warm_start.from_run``: from a finished run's, no SFT). With
+``warm_start.world_tokenizer`` a tiny ``vocab=N`` model first gets a BPE trained on the
+synthetic world's text. With ``data.heldout`` (and ``data.validation``)
 questions, every point (``random``: the start, ``warm_start``, ``final``: after RL) plays them
 greedily; ``heldout/<metric>/<point>`` and ``val/<metric>/<point>`` go to the metrics and the
 held-out table opens the report.
