@@ -7,8 +7,12 @@ index) once per seed with ``env.max_queries=3`` (the paper's multi-query prompt)
 comparison's two sub-questions in two rounds). Each run reports held-out EM, F1, searches per
 question and queries per search at the random start, the warm start and the end, and the wall
 seconds per held-out question of the final greedy evaluation; the script writes the table
-(mean and spread over seeds), ``learning.json`` and ``learning.png``. Runs go one after another
-(``--parallel N``: N at a time, each with one torch thread). Run:
+(mean and spread over seeds), ``learning.json`` and ``learning.png``. By default the first seed
+of each ``max_queries`` warm-starts and the other seeds run RL from that warm start
+(``warm_start.from_run``: one warm start per mode, as the README's seeds share one);
+``--own-warm-starts`` gives every seed its own, ``--reuse 3=DIR`` takes mode 3's warm start
+from a finished run. Runs go one after another (``--parallel N``: N at a time, each with one
+torch thread). Run:
 ``python packages/rag_r1/benchmarks/learning.py --seeds 0 1 2 --out /tmp/rag-learning``.
 """
 
@@ -48,9 +52,16 @@ def collect(directory: Path, seed: int, max_queries: int) -> dict[str, Any]:
     }
 
 
-def one(out: Path, seed: int, max_queries: int, extra: list[str]) -> dict[str, Any]:
+def one(
+    out: Path, seed: int, max_queries: int, extra: list[str], warm: Path | None = None
+) -> dict[str, Any]:
+    """One rag_r1.train run (``warm``: reuse that finished run's warm start)."""
     directory = out / f"mq{max_queries}-seed{seed}"
     overrides = [f"trainer.seed={seed}", f"env.max_queries={max_queries}", *extra]
+    if warm is not None:
+        overrides.append(f"warm_start.from_run={warm}")
+    if (directory / "heldout_points.json").is_file():  # finished before: collected, not rerun
+        return {**collect(directory, seed, max_queries), "warm_start_from": str(warm)}
     env = {**os.environ, "OMP_NUM_THREADS": os.environ.get("OMP_NUM_THREADS", "1")}
     began = time.perf_counter()
     proc = subprocess.Popen(
@@ -66,6 +77,7 @@ def one(out: Path, seed: int, max_queries: int, extra: list[str]) -> dict[str, A
     # the run's CPU seconds (one torch thread): about its wall time on an idle core
     return {
         **collect(directory, seed, max_queries),
+        "warm_start_from": str(warm or directory),
         "wall_s": wall,
         "cpu_s": usage.ru_utime + usage.ru_stime,
     }
@@ -206,6 +218,19 @@ def main() -> None:
     parser.add_argument(
         "--collect", action="store_true", help="only tabulate the finished runs under --out"
     )
+    parser.add_argument(
+        "--own-warm-starts",
+        action="store_true",
+        help="every seed warm-starts (default: the first seed of each max_queries does and the "
+        "others reuse its warm start)",
+    )
+    parser.add_argument(
+        "--reuse",
+        nargs="*",
+        default=[],
+        metavar="MQ=DIR",
+        help="every seed of max_queries MQ reuses the warm start of the finished run DIR",
+    )
     parser.add_argument("overrides", nargs="*", help="key=value overrides of the preset")
     # --short: the scripted searcher on 3 questions of one world (training takes minutes)
     args = parse_args(parser, short={"seeds": [0], "scripted": 3})
@@ -224,8 +249,24 @@ def main() -> None:
             if (args.out / f"mq{mq}-seed{s}" / "heldout_points.json").is_file()
         ]
     else:
+        reuse = {int(k): Path(v) for k, v in (item.split("=", 1) for item in args.reuse)}
+        first = {mq: args.seeds[0] for mq in args.max_queries if mq not in reuse}
+        if args.own_warm_starts:
+            phases = [[(s, mq, reuse.get(mq)) for s, mq in jobs]]
+        else:  # the modes' warm starts first, then every other seed from its mode's
+            phases = [
+                [(s, mq, None) for s, mq in jobs if first.get(mq) == s],
+                [
+                    (s, mq, reuse.get(mq, args.out / f"mq{mq}-seed{args.seeds[0]}"))
+                    for s, mq in jobs
+                    if first.get(mq) != s
+                ],
+            ]
+        runs = []
         with ThreadPoolExecutor(args.parallel) as pool:
-            runs = list(pool.map(lambda j: one(args.out, j[0], j[1], args.overrides), jobs))
+            for phase in phases:
+                runs += pool.map(lambda j: one(args.out, j[0], j[1], args.overrides, j[2]), phase)
+        runs.sort(key=lambda r: (-r["max_queries"], r["seed"]))
     (args.out / "learning.json").write_text(json.dumps(runs, indent=1))
     plot(runs, args.out / "learning.png")
     text = table(runs)

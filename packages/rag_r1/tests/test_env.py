@@ -11,16 +11,7 @@ from aworld_rl_rag_r1.observations import CLOSE, INVALID_ACTION, OPEN
 from aworld_rl_rag_r1.retrieval import RetrieverConfig
 from aworld_rl_rag_r1.retrievers import load_retriever
 from aworld_rl_rag_r1.search import BatchedSearch
-
-
-class Counting:
-    def __init__(self, inner):
-        self.inner, self.calls = inner, []
-        self.manifest_hash = inner.manifest_hash
-
-    def search(self, queries, topk, gold=None):
-        self.calls.append(list(queries))
-        return self.inner.search(queries, topk, gold)
+from aworld_rl_rag_r1.testing import CountingRetriever as Counting
 
 
 @pytest.fixture

@@ -119,3 +119,26 @@ def test_warm_start_questions_keep_the_warm_start_and_rl_apart(aworld_home):
     assert limited.warm == apart.warm and limited.train == apart.train[:5]
     with pytest.raises(ValueError, match="warm_start.questions=45 leaves none of the 45"):
         splits(cut(45))
+
+
+def test_from_run_reuses_a_finished_warm_start(tmp_path):
+    """warm_start.from_run: RL starts from the run's warm start and the random point is its
+    init (world tokenizer) or model.name_or_path; a run without them is refused by name."""
+    from aworld_rl_core.config import from_dict
+    from aworld_rl_rag_r1.recipes.learn import reused
+    from aworld_rl_rag_r1.recipes.train import TrainConfig
+
+    def cfg(world_tokenizer):
+        ws = {"from_run": str(tmp_path), "world_tokenizer": world_tokenizer}
+        return from_dict(TrainConfig, {"model": {"name_or_path": "tiny:x"}, "warm_start": ws})
+
+    with pytest.raises(ValueError, match="holds no warm-start/model/ model"):
+        reused(cfg(False))
+    (tmp_path / "warm-start" / "model").mkdir(parents=True)
+    (tmp_path / "warm-start" / "model" / "config.json").write_text("{}")
+    assert reused(cfg(False)) == ("tiny:x", str(tmp_path / "warm-start" / "model"))
+    with pytest.raises(ValueError, match="holds no init/ model"):
+        reused(cfg(True))
+    (tmp_path / "init").mkdir()
+    (tmp_path / "init" / "config.json").write_text("{}")
+    assert reused(cfg(True)) == (str(tmp_path / "init"), str(tmp_path / "warm-start" / "model"))

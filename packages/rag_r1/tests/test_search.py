@@ -2,19 +2,7 @@ import pytest
 
 from aworld_rl_rag_r1.retrievers import load_retriever
 from aworld_rl_rag_r1.search import BatchedSearch, QueryCache
-
-
-class Counting:
-    """Counts search calls and queries of a real retriever."""
-
-    def __init__(self, inner):
-        self.inner, self.calls, self.asked = inner, 0, []
-        self.manifest_hash = inner.manifest_hash
-
-    def search(self, queries, topk, gold=None):
-        self.calls += 1
-        self.asked.append(list(queries))
-        return self.inner.search(queries, topk, gold)
+from aworld_rl_rag_r1.testing import CountingRetriever as Counting
 
 
 @pytest.fixture
@@ -35,13 +23,13 @@ def _groups(world, n_questions=16, samples=8):
 def test_one_call_equals_one_request_per_trajectory(retriever, world):
     groups = _groups(world)
     batched, stats = BatchedSearch(retriever, topk=3).run(groups)
-    assert retriever.calls == 1
+    assert len(retriever.calls) == 1
     per_trajectory = [retriever.inner.search(g, 3) for g in groups]
     assert batched == per_trajectory
     n = sum(len(g) for g in groups)
     assert (stats.queries, stats.unique, stats.retrieved) == (n, 16, 16)
     assert stats.dedup_rate == pytest.approx(1 - 16 / n)
-    assert retriever.asked[0] == list(dict.fromkeys(q for g in groups for q in g))
+    assert retriever.calls[0] == list(dict.fromkeys(q for g in groups for q in g))
 
 
 def test_cache_across_turns_and_indexes(retriever, world):
@@ -50,11 +38,11 @@ def test_cache_across_turns_and_indexes(retriever, world):
     groups = _groups(world, n_questions=4, samples=2)
     first, _ = search.run(groups)
     again, stats = search.run(groups)
-    assert again == first and stats.cache_hits == stats.unique and retriever.calls == 1
+    assert again == first and stats.cache_hits == stats.unique and len(retriever.calls) == 1
     assert stats.calls == 0 and search.totals.calls == 1
     retriever.manifest_hash = "another-index"  # another index: nothing is reused
     search.run(groups)
-    assert retriever.calls == 2
+    assert len(retriever.calls) == 2
 
 
 def test_lru_evicts_oldest():
@@ -94,8 +82,8 @@ def test_a_turn_is_split_under_the_retrievers_limit_and_reassembled(hash_index, 
     groups = _groups(world, n_questions=16, samples=2)
     results, stats = BatchedSearch(limited, topk=3).run(groups)
     unique = len({q for g in groups for q in g})
-    assert stats.calls == limited.calls == -(-unique // 5)
-    assert [len(a) for a in limited.asked] == [5] * (unique // 5) + (
+    assert stats.calls == len(limited.calls) == -(-unique // 5)
+    assert [len(a) for a in limited.calls] == [5] * (unique // 5) + (
         [unique % 5] if unique % 5 else []
     )
     assert results == [inner.search(g, 3) for g in groups]

@@ -24,21 +24,10 @@ from aworld_rl_rag_r1.retrieval import RetrieverConfig
 from aworld_rl_rag_r1.retrievers import load_retriever
 from aworld_rl_rag_r1.scripted import ScriptedSearcher, plan
 from aworld_rl_rag_r1.search import BatchedSearch
+from aworld_rl_rag_r1.testing import CountingRetriever
 
 LOGPROB = -0.25
 USER, ASSISTANT, END = "<|im_start|>user\n", "<|im_start|>assistant\n", "<|im_end|>"
-
-
-class Counting:
-    """The real retriever, recording each request's queries."""
-
-    def __init__(self, inner):
-        self.inner, self.calls = inner, []
-        self.manifest_hash = inner.manifest_hash
-
-    def search(self, queries, topk, gold=None):
-        self.calls.append(list(queries))
-        return self.inner.search(queries, topk, gold)
 
 
 class ScriptedServer:
@@ -96,7 +85,7 @@ def test_multi_query_episodes_in_verl_worker(world, minilm_index, model_path):
     assert len(questions) == 4 and all(plan(q["question"]) for q in questions)
     retriever = RetrieverConfig(backend="local", index=str(minilm_index), cache=False)
     clear("rag_r1.search")
-    counting = Counting(load_retriever(minilm_index))
+    counting = CountingRetriever(load_retriever(minilm_index))
     shared("rag_r1.search", to_dict(retriever), lambda: BatchedSearch(counting, topk=3))
     env = Ref("rag_r1.search", kwargs={"retriever": to_dict(retriever)})
     specs = [

@@ -3,8 +3,9 @@
 With ``warm_start.steps > 0`` the scripted searcher (a labelled test double) plays the training
 questions against the index; its correct trajectories train the model with hf-sft, the
 retrieved ``<information>`` blocks masked out of the loss (``learning.information_masked_ce``),
-and RL starts from the result. With ``warm_start.world_tokenizer`` a tiny ``vocab=N`` model first
-gets a BPE trained on the synthetic world's text. With ``data.heldout`` (and ``data.validation``)
+and RL starts from the result (``warm_start.from_run``: from a finished run's, no SFT). With
+``warm_start.world_tokenizer`` a tiny ``vocab=N`` model first gets a BPE trained on the
+synthetic world's text. With ``data.heldout`` (and ``data.validation``)
 questions, every point (``random``: the start, ``warm_start``, ``final``: after RL) plays them
 greedily; ``heldout/<metric>/<point>`` and ``val/<metric>/<point>`` go to the metrics and the
 held-out table opens the report.
@@ -35,11 +36,14 @@ def learn(
 ) -> tuple[str, str, Callable[[str, str, str | None], dict[str, float]]]:
     """(start model, warm-started model, ``points(start, warm, final) -> metrics``);
     ``env_options(cfg)``: the search environment's options for a config."""
-    from aworld_rl_core.engine import Limits
     from aworld_rl_rag_r1 import learning
 
     ws = cfg.warm_start
     start = cfg.model.name_or_path
+    if ws.from_run:
+        start, warm = reused(cfg)
+        started = replace(cfg, model=replace(cfg.model, name_or_path=start, tokenizer=None))
+        return start, warm, _points(started, run, split, env_options(started), warm_start=True)
     if ws.world_tokenizer:
         from aworld_rl_rag_r1.recipes.common import synthetic_world
 
@@ -54,6 +58,39 @@ def learn(
     warm = start
     if ws.steps > 0:
         warm = _warm_start(started, run, split, options)
+    return start, warm, _points(started, run, split, options, warm_start=ws.steps > 0)
+
+
+def reused(cfg: TrainConfig) -> tuple[str, str]:
+    """(start, warm-started model) of the finished run ``warm_start.from_run``."""
+    from pathlib import Path
+
+    source = Path(cfg.warm_start.from_run)
+    warm = source / "warm-start" / "model"
+    start = source / "init" if cfg.warm_start.world_tokenizer else None
+    for path in (warm, start):
+        if path is not None and not (path / "config.json").is_file():
+            raise ValueError(
+                f"warm_start.from_run={str(source)!r} holds no {path.relative_to(source)}/ "
+                "model: name the output directory of a finished rag_r1.train run that "
+                "warm-started (warm_start.steps > 0)"
+            )
+    return (cfg.model.name_or_path if start is None else str(start)), str(warm)
+
+
+def _points(
+    cfg: TrainConfig,
+    run: Run,
+    split: Splits,
+    options: dict[str, Any],
+    *,
+    warm_start: bool,
+) -> Callable[[str, str, str | None], dict[str, float]]:
+    """``points(start, warm, final) -> metrics``: every point played on the held-out and
+    validation questions (``options``: the search environment's)."""
+    from aworld_rl_core.engine import Limits
+    from aworld_rl_rag_r1 import learning
+
     rl = cfg.trainer.rl
     limits = Limits(
         max_turns=cfg.env.max_search_turns + 1,
@@ -63,7 +100,7 @@ def learn(
 
     def points(start: str, warm: str, final: str | None) -> dict[str, float]:
         named = [("random", start)]
-        if ws.steps > 0:
+        if warm_start:
             named.append(("warm_start", warm))
         if final is not None:
             named.append(("final", final))
@@ -89,7 +126,7 @@ def learn(
             run.sections.insert(0, ("Held-out questions", table(results["heldout"], split)))
         return metrics
 
-    return start, warm, points
+    return points
 
 
 def _warm_start(cfg: TrainConfig, run: Run, split: Splits, options: dict[str, Any]) -> str:

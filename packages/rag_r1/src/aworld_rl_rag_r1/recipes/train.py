@@ -133,6 +133,14 @@ class WarmStartConfig:
         "(0: both use every training question)",
         ge=0,
     )
+    from_run: str = option(
+        "",
+        help="a finished rag_r1.train run directory whose warm start to reuse: its "
+        "<dir>/warm-start/model starts RL and its <dir>/init is the random point (with "
+        "world_tokenizer; else model.name_or_path), so seeds or RL settings share one warm "
+        "start; no SFT runs, and the config must be the one that run was made with apart from "
+        "the RL settings (empty: warm-start here when steps > 0)",
+    )
     world_tokenizer: bool = option(
         False,
         help="a tiny:<arch>:...,vocab=N model gets its byte-level BPE trained on the synthetic "
@@ -322,7 +330,8 @@ def run(cfg: TrainConfig, run: Run) -> RunResult:
     from aworld_rl_core.registry import get_trainer
 
     split = splits(cfg)
-    if planning_active() or (cfg.warm_start.steps == 0 and not split.heldout):
+    fresh = cfg.warm_start.steps == 0 and not cfg.warm_start.from_run
+    if planning_active() or (fresh and not split.heldout):
         job = build_job(cfg, run, split)
         result = get_trainer(cfg.trainer.backend)().train(job)
         return RunResult(
