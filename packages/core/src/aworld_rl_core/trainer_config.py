@@ -35,6 +35,13 @@ class RLConfig:
         None, help="dual-clip constant c for negative advantages (verl only)", gt=1
     )
     entropy_coef: float = option(0.0, help="entropy bonus coefficient", ge=0)
+    iterations: int = option(
+        1,
+        help="optimizer passes over each generated batch (GRPO's mu; the trl backend's "
+        "num_iterations, with the PPO clip against the sampling policy); verl: "
+        "trainer.verl.ppo_epochs",
+        ge=1,
+    )
     max_turns: int = option(8, help="max model turns per episode", ge=1)
     max_new_tokens: int = option(256, help="max new tokens per model turn", ge=1)
     max_response_tokens: int = option(

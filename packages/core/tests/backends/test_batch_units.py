@@ -104,3 +104,19 @@ def test_hf_sft_splits_a_step_over_the_torchrun_processes(tmp_path, monkeypatch)
     monkeypatch.setenv("WORLD_SIZE", "3")
     with pytest.raises(ConfigError, match="x 3 device"):
         sft_plan(job(tmp_path, cfg), 10)
+
+
+def test_rl_iterations_are_trls_num_iterations_and_verl_names_its_own_key(tmp_path):
+    """``trainer.rl.iterations`` (GRPO's mu) reaches TRL as ``num_iterations``; optimizer steps
+    stay ``max_steps`` (a batch is generated every ``iterations`` steps). verl has its own key
+    (``trainer.verl.ppo_epochs``), so the RL key is refused there rather than ignored."""
+    pytest.importorskip("trl")
+    from aworld_rl_core.backends.trl_grpo import grpo_args
+
+    cfg = trainer(max_steps=8, rl=RLConfig(group_size=2, iterations=4))
+    grpo = grpo_args(job(tmp_path, cfg), use_cpu=True)
+    assert (grpo.num_iterations, grpo.max_steps) == (4, 8)
+    assert grpo_args(job(tmp_path, trainer(max_steps=8)), use_cpu=True).num_iterations == 1
+    paths = LaunchPaths(train_file="t", val_file="v", checkpoint_dir="c")
+    with pytest.raises(ConfigError, match=r"rl.iterations=4 .* trainer.verl.ppo_epochs"):
+        build_overrides(ModelConfig(name_or_path="m"), cfg, paths, n_rows=10, uses_env=False)

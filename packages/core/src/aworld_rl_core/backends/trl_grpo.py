@@ -103,6 +103,7 @@ def grpo_args(job: TrainJob, *, use_cpu: bool, eval_batch: int | None = None) ->
         epsilon=rl.clip_low,
         epsilon_high=rl.clip_high,
         entropy_coef=rl.entropy_coef,
+        num_iterations=rl.iterations,
         reward_weights=_reward_weights(job),
         learning_rate=t.learning_rate,
         lr_scheduler_type="constant",

@@ -174,6 +174,11 @@ def build_overrides(
             f"trainer.rl.call_constraint={rl.call_constraint!r} is a decoding aid of the trl "
             "backend only (verl's rollout engines do not apply it): set it to none"
         )
+    if rl.iterations != 1:
+        raise ConfigError(
+            f"trainer.rl.iterations={rl.iterations} is the trl backend's num_iterations; "
+            "verl's passes over a batch are trainer.verl.ppo_epochs: set that instead"
+        )
     mini = verl.mini_batch_size or trainer.batch_size
     if trainer.batch_size % mini:
         raise ConfigError(
