@@ -3,11 +3,14 @@ finds, by hand-made run directories; ``core.grpo`` killed and resumed for real (
 
 import json
 import random
+import subprocess
+import sys
 
 import pytest
 
 from aworld_rl_core.testing.crash import (
     CrashCase,
+    _kill_on_appearance,
     check_kill_resume,
     compare_runs,
     fuzz_for,
@@ -109,6 +112,27 @@ def test_timing_keys_are_dropped_recursively():
         "latency": [[45.1], [42.2]],  # BFCL result files: seconds per turn (envtuning.eval)
     }
     assert without_timing(row) == {"step": 1, "nested": {"value": 6}, "reward": 8}
+
+
+def test_kill_when_lands_while_the_matching_path_exists(tmp_path):
+    """``CrashCase.kill_when``: the kill lands as soon as a new match of the glob appears (a
+    checkpoint's staging folder: mid-save), not at a time; an old match does not count."""
+    (tmp_path / ".staging" / "checkpoint-1").mkdir(parents=True)  # there before: no trigger
+    saver = (
+        "import os, time\n"
+        "time.sleep(0.3)\n"
+        "os.makedirs('.staging/checkpoint-2')\n"
+        "time.sleep(0.5)  # the save's writes\n"
+        "os.rename('.staging/checkpoint-2', 'checkpoint-2')\n"
+    )
+    proc = subprocess.Popen([sys.executable, "-c", saver], cwd=tmp_path, start_new_session=True)
+    case = CrashCase("none", kill_when=(".staging/checkpoint-*",), timeout_s=60)
+    assert _kill_on_appearance(proc, tmp_path, case) == ".staging/checkpoint-2"
+    assert proc.returncode == -9
+    assert (tmp_path / ".staging" / "checkpoint-2").is_dir()  # killed mid-save
+    assert not (tmp_path / "checkpoint-2").exists()
+    done = subprocess.Popen([sys.executable, "-c", "pass"], start_new_session=True)
+    assert _kill_on_appearance(done, tmp_path, case) is None  # ended without a new match
 
 
 def test_fuzz_runs_on_a_cpu_time_budget_and_collects_escapes():
