@@ -110,6 +110,12 @@ def test_timing_keys_are_dropped_recursively():
         "tokens_per_s": 7,
         "reward": 8,
         "latency": [[45.1], [42.2]],  # BFCL result files: seconds per turn (envtuning.eval)
+        "entries_per_s/simple_python": 9,  # a rate per category (core.bfcl-check)
+        "bfcl_eval_entries_per_s/irrelevance": 10,
+        "train/step_time": 11,
+        "llm_calls": 3,  # the calls this process made: fewer after a resume
+        "llm_errors": 0,
+        "skipped_done": 2,
     }
     assert without_timing(row) == {"step": 1, "nested": {"value": 6}, "reward": 8}
 

@@ -63,6 +63,7 @@ def _case(tmp_path, kill_when=()):
 @pytest.mark.parametrize("seed", [0, 1])
 def test_curriculum_killed_at_a_random_point_resumes_to_the_same_history(tmp_path, seed):
     report = check_kill_resume(_case(tmp_path), tmp_path / "runs", seed)
+    print(report.summary())  # where the kill landed (-s / -rP)
     assert report.killed and report.differences == [], report.summary()
 
 
@@ -70,6 +71,7 @@ def test_curriculum_killed_at_a_random_point_resumes_to_the_same_history(tmp_pat
 @pytest.mark.parametrize("seed", [2, 3])
 def test_curriculum_killed_mid_save_resumes_to_the_same_history(tmp_path, seed):
     report = check_kill_resume(_case(tmp_path, SAVING), tmp_path / "runs", seed)
+    print(report.summary())
     assert report.killed and report.mid_save, report.summary()
     assert report.differences == [], report.summary()
 

@@ -13,7 +13,9 @@ appears and the end the uninterrupted run took, then ``aworld-run <recipe> --out
   replaced, JSON Lines as a multiset of rows without timing keys; folders file by file),
   minus the case's ``ignore`` list.
 
-Every run gets ``PYTHONHASHSEED=0`` (unless the case's ``env`` sets it), so what iterates a
+The LLM calls a process made and the records a resume found done (``PROCESS_ACCOUNTING``)
+are not compared either: a resumed run rightly makes fewer calls. Every run gets
+``PYTHONHASHSEED=0`` (unless the case's ``env`` sets it), so what iterates a
 set comes out in the same order in each run. Timing keys (wall times, rates, latencies, and
 the case's own ``timing`` patterns) are left out of every comparison; a step counts as
 logged twice when it has more rows after the resume
@@ -235,10 +237,24 @@ def _kill_on_appearance(proc: subprocess.Popen, run_dir: Path, case: CrashCase) 
 # ------------------------------------------------------------------------------- comparing
 
 
+# what one process did rather than what the run produced: the LLM calls this process made
+# (``llm.guard``: a resumed run makes only the calls its killed part had not), the records a
+# resume found done
+PROCESS_ACCOUNTING = frozenset({"llm_calls", "llm_errors", "skipped_done"})
+
+
+def is_timing(key: Any) -> bool:
+    """Whether a metric key is left out of comparisons: it measures wall time (any
+    ``/``-separated part does: ``entries_per_s/simple_python``, ``train/step_time``) or is
+    one process's accounting (``PROCESS_ACCOUNTING``)."""
+    parts = str(key).split("/")
+    return parts[-1] in PROCESS_ACCOUNTING or any(TIMING.search(part) for part in parts)
+
+
 def without_timing(row: Any) -> Any:
     """``row`` with timing keys (wall times, rates, timestamps) dropped, recursively."""
     if isinstance(row, dict):
-        return {k: without_timing(v) for k, v in row.items() if not TIMING.search(str(k))}
+        return {k: without_timing(v) for k, v in row.items() if not is_timing(k)}
     if isinstance(row, list):
         return [without_timing(v) for v in row]
     return row
