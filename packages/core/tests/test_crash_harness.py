@@ -188,8 +188,8 @@ def test_bfcl_check_resumed_after_its_rows_logs_each_category_once(tmp_path, mon
     assert len(first) >= 2
 
 
-@pytest.mark.slow
 def test_bfcl_check_killed_at_a_random_point_resumes_to_the_same_rows(tmp_path):
+    """Default CI: about 5 CPU-seconds for the three runs."""
     case = CrashCase("core.bfcl-check", env={"AWORLD_RL_HOME": str(tmp_path / "home")})
     report = check_kill_resume(case, tmp_path / "runs", 0)
     assert report.killed and report.differences == [], report.summary()

@@ -67,8 +67,7 @@ def test_curriculum_killed_at_a_random_point_resumes_to_the_same_history(tmp_pat
     assert report.killed and report.differences == [], report.summary()
 
 
-@pytest.mark.slow
-@pytest.mark.parametrize("seed", [2, 3])
+@pytest.mark.parametrize("seed", [2, pytest.param(3, marks=pytest.mark.slow)])
 def test_curriculum_killed_mid_save_resumes_to_the_same_history(tmp_path, seed):
     report = check_kill_resume(_case(tmp_path, SAVING), tmp_path / "runs", seed)
     print(report.summary())
