@@ -162,3 +162,15 @@ def test_a_curriculum_killed_between_logging_and_saving_its_state_logs_each_row_
     whole = rows(tmp_path / "a")
     assert [r.get("step") for r in whole if "step" in r] == [0, 1, 2, 3, 4]  # a step a stage
     assert rows(out) == whole
+
+
+@pytest.mark.slow
+def test_stage_killed_at_a_random_point_resumes_to_the_same_metrics(tmp_path):
+    """``envtuning.stage`` (one stage of three GRPO steps, a checkpoint every step)."""
+    env = {"AWORLD_RL_HOME": str(tmp_path / "home")}
+    env["BFCL_PROJECT_ROOT"] = os.environ.get("BFCL_PROJECT_ROOT", str(tmp_path / "bfcl"))
+    case = CrashCase(
+        "envtuning.stage", overrides=("stage.epochs=3", "trainer.save_steps=1"), env=env
+    )
+    report = check_kill_resume(case, tmp_path / "runs", 0)
+    assert report.killed and report.differences == [], report.summary()

@@ -51,3 +51,24 @@ def test_train_killed_at_a_random_point_resumes_to_the_same_metrics(tmp_path):
     )
     report = check_kill_resume(case, tmp_path / "runs", 0)
     assert report.killed and report.differences == [], report.summary()
+
+
+@pytest.mark.slow
+@pytest.mark.xfail(
+    reason="the tiny-cpu preset's untrained head (allow_untrained_head) is drawn afresh in "
+    "each process, so a resumed eval's later predictions come from another head (points "
+    "differ by ~1e-5; found by this case, not yet fixed)",
+    strict=False,
+)
+def test_eval_killed_at_a_random_point_resumes_to_the_same_results(tmp_path):
+    """``v2p.eval`` on the packaged sample (the tiny random grounding model)."""
+    from importlib import resources
+
+    sample = resources.files("aworld_rl_v2p") / "sample_data" / "data.json"
+    case = CrashCase(
+        "v2p.eval",
+        overrides=(f"data.path={sample}",),
+        env={"AWORLD_RL_HOME": str(tmp_path / "home")},
+    )
+    report = check_kill_resume(case, tmp_path / "runs", 0)
+    assert report.killed and report.differences == [], report.summary()
