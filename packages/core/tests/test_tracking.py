@@ -147,3 +147,26 @@ def test_a_resume_without_a_whole_checkpoint_logs_each_step_once(tmp_path):
         (1, 1.0, None),
         (2, 2.0, None),
     ]
+
+
+def test_a_row_logged_again_at_its_step_after_a_resume_replaces_the_earlier_one(tmp_path):
+    """Killed after the final evaluation at the last step was logged (before the run was
+    marked completed), the resume evaluates again: its row replaces the earlier one (main kept
+    both: funreason_mt.rl under the crash harness, the eval row of step 1 twice)."""
+    from aworld_rl_core.tracking import MetricsLog
+
+    log = MetricsLog(tmp_path, TrackingConfig(), "demo")
+    log.log({"loss": 0.5}, step=1)
+    log.log({"eval_loss": 0.25}, step=1)
+    log.close()
+    log = MetricsLog(tmp_path, TrackingConfig(), "demo", resume=True)
+    assert log.rewind(1) == 0  # resumed from checkpoint-1, the last step
+    log.log({"eval_loss": 0.25}, step=1)
+    log.log({"eval_loss": 0.5}, step=1)  # the same process logging twice keeps both
+    log.close()
+    rows = read_metrics(tmp_path / "metrics.jsonl")
+    assert [(r["step"], r.get("loss"), r.get("eval_loss")) for r in rows] == [
+        (1, 0.5, None),
+        (1, None, 0.25),
+        (1, None, 0.5),
+    ]
