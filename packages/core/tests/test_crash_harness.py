@@ -3,11 +3,14 @@ finds, by hand-made run directories; ``core.grpo`` killed and resumed for real (
 
 import json
 import random
+import subprocess
+import sys
 
 import pytest
 
 from aworld_rl_core.testing.crash import (
     CrashCase,
+    _kill_on_appearance,
     check_kill_resume,
     compare_runs,
     fuzz_for,
@@ -107,8 +110,35 @@ def test_timing_keys_are_dropped_recursively():
         "tokens_per_s": 7,
         "reward": 8,
         "latency": [[45.1], [42.2]],  # BFCL result files: seconds per turn (envtuning.eval)
+        "entries_per_s/simple_python": 9,  # a rate per category (core.bfcl-check)
+        "bfcl_eval_entries_per_s/irrelevance": 10,
+        "train/step_time": 11,
+        "llm_calls": 3,  # the calls this process made: fewer after a resume
+        "llm_errors": 0,
+        "skipped_done": 2,
     }
     assert without_timing(row) == {"step": 1, "nested": {"value": 6}, "reward": 8}
+
+
+def test_kill_when_lands_while_the_matching_path_exists(tmp_path):
+    """``CrashCase.kill_when``: the kill lands as soon as a new match of the glob appears (a
+    checkpoint's staging folder: mid-save), not at a time; an old match does not count."""
+    (tmp_path / ".staging" / "checkpoint-1").mkdir(parents=True)  # there before: no trigger
+    saver = (
+        "import os, time\n"
+        "time.sleep(0.3)\n"
+        "os.makedirs('.staging/checkpoint-2')\n"
+        "time.sleep(0.5)  # the save's writes\n"
+        "os.rename('.staging/checkpoint-2', 'checkpoint-2')\n"
+    )
+    proc = subprocess.Popen([sys.executable, "-c", saver], cwd=tmp_path, start_new_session=True)
+    case = CrashCase("none", kill_when=(".staging/checkpoint-*",), timeout_s=60)
+    assert _kill_on_appearance(proc, tmp_path, case) == ".staging/checkpoint-2"
+    assert proc.returncode == -9
+    assert (tmp_path / ".staging" / "checkpoint-2").is_dir()  # killed mid-save
+    assert not (tmp_path / "checkpoint-2").exists()
+    done = subprocess.Popen([sys.executable, "-c", "pass"], start_new_session=True)
+    assert _kill_on_appearance(done, tmp_path, case) is None  # ended without a new match
 
 
 def test_fuzz_runs_on_a_cpu_time_budget_and_collects_escapes():
@@ -158,8 +188,8 @@ def test_bfcl_check_resumed_after_its_rows_logs_each_category_once(tmp_path, mon
     assert len(first) >= 2
 
 
-@pytest.mark.slow
 def test_bfcl_check_killed_at_a_random_point_resumes_to_the_same_rows(tmp_path):
+    """Default CI: about 5 CPU-seconds for the three runs."""
     case = CrashCase("core.bfcl-check", env={"AWORLD_RL_HOME": str(tmp_path / "home")})
     report = check_kill_resume(case, tmp_path / "runs", 0)
     assert report.killed and report.differences == [], report.summary()

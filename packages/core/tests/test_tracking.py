@@ -116,3 +116,57 @@ def test_a_resumed_run_logs_its_stepless_summary_once(tmp_path):
     log.log({"other": 3.0})
     log.close()
     assert len(read_metrics(log.path)) == 4
+
+
+def test_a_resume_without_a_whole_checkpoint_logs_each_step_once(tmp_path):
+    """Killed while saving its first checkpoint, a run resumes from step 0 and logs steps 1..
+    again: the rows of before go (main kept them: step 1 twice in a curriculum stage, found by
+    the crash harness on envtuning.curriculum killed mid-save)."""
+    from types import SimpleNamespace
+
+    pytest.importorskip("transformers")
+    from aworld_rl_core.backends.run_log import RunLogCallback
+
+    def train(run):
+        callback = RunLogCallback(run, desc="steps")
+        state = SimpleNamespace(global_step=0, max_steps=2, num_input_tokens_seen=0)
+        callback.on_train_begin(None, state, None)
+        for step in (1, 2):
+            state.global_step = step
+            callback.on_log(None, state, None, logs={"loss": float(step)})
+        callback.on_train_end(None, state, None)
+        run.close()
+
+    run = Run(tmp_path, quiet=True)
+    run.log({"setup": 1.0})
+    train(run)
+    train(Run(tmp_path, quiet=True, resume=True))
+    rows = read_metrics(tmp_path / "metrics.jsonl")
+    assert [(r.get("step"), r.get("loss"), r.get("setup")) for r in rows] == [
+        (None, None, 1.0),
+        (1, 1.0, None),
+        (2, 2.0, None),
+    ]
+
+
+def test_a_row_logged_again_at_its_step_after_a_resume_replaces_the_earlier_one(tmp_path):
+    """Killed after the final evaluation at the last step was logged (before the run was
+    marked completed), the resume evaluates again: its row replaces the earlier one (main kept
+    both: funreason_mt.rl under the crash harness, the eval row of step 1 twice)."""
+    from aworld_rl_core.tracking import MetricsLog
+
+    log = MetricsLog(tmp_path, TrackingConfig(), "demo")
+    log.log({"loss": 0.5}, step=1)
+    log.log({"eval_loss": 0.25}, step=1)
+    log.close()
+    log = MetricsLog(tmp_path, TrackingConfig(), "demo", resume=True)
+    assert log.rewind(1) == 0  # resumed from checkpoint-1, the last step
+    log.log({"eval_loss": 0.25}, step=1)
+    log.log({"eval_loss": 0.5}, step=1)  # the same process logging twice keeps both
+    log.close()
+    rows = read_metrics(tmp_path / "metrics.jsonl")
+    assert [(r["step"], r.get("loss"), r.get("eval_loss")) for r in rows] == [
+        (1, 0.5, None),
+        (1, None, 0.25),
+        (1, None, 0.5),
+    ]

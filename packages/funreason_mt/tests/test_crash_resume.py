@@ -49,7 +49,6 @@ def test_eval_killed_at_a_random_point_resumes_to_the_same_results(tmp_path):
     assert report.killed and report.differences == [], report.summary()
 
 
-@pytest.mark.slow
 def test_graph_killed_at_a_random_point_resumes_to_the_same_graph(tmp_path):
     """``funreason_mt.graph`` (the environment-API graph of the eight BFCL classes)."""
     env = {"AWORLD_RL_HOME": str(tmp_path / "home")}

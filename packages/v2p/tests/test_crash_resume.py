@@ -11,8 +11,7 @@ from aworld_rl_core.testing.crash import CrashCase, check_kill_resume
 
 # slow (chromium renders the tiny-cpu preset); it found the summary row logged twice, which
 # the test below pins down without a random kill
-@pytest.mark.slow
-@pytest.mark.parametrize("seed", [0, 1])
+@pytest.mark.parametrize("seed", [0, pytest.param(1, marks=pytest.mark.slow)])
 def test_generate_killed_at_a_random_point_resumes_to_the_same_data(tmp_path, seed):
     case = CrashCase("v2p.generate", env={"AWORLD_RL_HOME": str(tmp_path / "home")})
     report = check_kill_resume(case, tmp_path / "runs", seed)
@@ -48,6 +47,27 @@ def test_train_killed_at_a_random_point_resumes_to_the_same_metrics(tmp_path):
             "trainer.save_steps=3",
             "trainer.max_steps=8",
         ),
+        env={"AWORLD_RL_HOME": str(tmp_path / "home")},
+    )
+    report = check_kill_resume(case, tmp_path / "runs", 0)
+    assert report.killed and report.differences == [], report.summary()
+
+
+@pytest.mark.slow
+@pytest.mark.xfail(
+    reason="the tiny-cpu preset's untrained head (allow_untrained_head) is drawn afresh in "
+    "each process, so a resumed eval's later predictions come from another head (points "
+    "differ by ~1e-5; found by this case, not yet fixed)",
+    strict=False,
+)
+def test_eval_killed_at_a_random_point_resumes_to_the_same_results(tmp_path):
+    """``v2p.eval`` on the packaged sample (the tiny random grounding model)."""
+    from importlib import resources
+
+    sample = resources.files("aworld_rl_v2p") / "sample_data" / "data.json"
+    case = CrashCase(
+        "v2p.eval",
+        overrides=(f"data.path={sample}",),
         env={"AWORLD_RL_HOME": str(tmp_path / "home")},
     )
     report = check_kill_resume(case, tmp_path / "runs", 0)

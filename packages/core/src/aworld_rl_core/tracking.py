@@ -34,6 +34,11 @@ class MetricsLog:
         self._pending: list[tuple[str, frozenset[str]]] = (
             _tail_stepless(self.path) if resume else []
         )
+        # and a row it logs again at a step (the final evaluation at the last step, redone
+        # when the kill came after it) replaces the earlier row of that step with its keys
+        self._earlier: dict[tuple[float, frozenset[str]], str] = (
+            _stepped_rows(self.path) if resume else {}
+        )
         self._file = self.path.open("a", encoding="utf-8")
         self._tb = self._wandb = None
         if tracking.tensorboard:
@@ -52,6 +57,10 @@ class MetricsLog:
         record.update({k: _jsonable(v) for k, v in metrics.items()})
         if step is None and self._pending:
             self._replace_pending(frozenset(record) - {"time"})
+        elif step is not None and self._earlier:
+            earlier = self._earlier.pop((float(step), frozenset(record) - {"time"}), None)
+            if earlier is not None:
+                self._drop_line(earlier)
         self._file.write(json.dumps(record) + "\n")
         self._file.flush()
         numeric = {k: v for k, v in record.items() if isinstance(v, (int, float))}
@@ -90,6 +99,7 @@ class MetricsLog:
         if dropped:
             write_atomic(self.path, "".join(line for line, _ in kept))
         self._pending = _tail_stepless(self.path) if self._pending else []
+        self._earlier = {k: line for k, line in self._earlier.items() if k[0] <= step}
         self._file = self.path.open("a", encoding="utf-8")
         return dropped
 
@@ -100,6 +110,10 @@ class MetricsLog:
         if found is None:
             return
         line, _ = self._pending.pop(found)
+        self._drop_line(line)
+
+    def _drop_line(self, line: str) -> None:
+        """Remove the last copy of ``line`` from the file (atomically)."""
         self._file.close()
         lines = self.path.read_text(encoding="utf-8").splitlines(keepends=True)
         for i in range(len(lines) - 1, -1, -1):
@@ -145,6 +159,21 @@ def _tail_stepless(path: Path) -> list[tuple[str, frozenset[str]]]:
         else:
             tail.append((line, frozenset(record) - {"time"}))
     return tail
+
+
+def _stepped_rows(path: Path) -> dict[tuple[float, frozenset[str]], str]:
+    """Each row with a step, by (step, its keys minus ``time``): the last such line."""
+    if not path.is_file():
+        return {}
+    rows: dict[tuple[float, frozenset[str]], str] = {}
+    for line in path.read_text(encoding="utf-8").splitlines(keepends=True):
+        try:
+            record = json.loads(line)
+        except json.JSONDecodeError:
+            continue
+        if isinstance(record, dict) and isinstance(record.get("step"), (int, float)):
+            rows[(float(record["step"]), frozenset(record) - {"time"})] = line
+    return rows
 
 
 def _jsonable(value: Any) -> Any:

@@ -2,8 +2,9 @@
 
 It forwards the trainer's numeric logs to ``run.log`` (renamed where a backend says so), adds
 ``tokens_per_s`` when the trainer counts input tokens, drives the run's progress bar and keeps
-the last value of every metric. On a resume from ``checkpoint-N`` it drops the rows logged past
-step N, which the resumed steps log again (each step once in ``metrics.jsonl``). The
+the last value of every metric. On a resume from ``checkpoint-N`` (N = 0 when no checkpoint was
+whole) it drops the rows logged past step N, which the resumed steps log again (each step once
+in ``metrics.jsonl``). The
 end-of-training summary (``train_runtime``...) is left to the backend, which reports it in its
 result.
 """
@@ -29,8 +30,11 @@ class RunLogCallback(TrainerCallback):
         self._clock: tuple[float, int] | None = None
 
     def on_train_begin(self, args: Any, state: Any, control: Any, **kwargs: Any) -> None:
-        if state.global_step > 0 and hasattr(self.run, "rewind"):
-            # resumed from checkpoint-N: the steps logged after N (before the kill) run again
+        resumed = state.global_step > 0 or getattr(self.run, "resume", False) is True
+        if resumed and hasattr(self.run, "rewind"):
+            # resumed from checkpoint-N: the steps logged after N (before the kill) run again;
+            # a resumed run without a whole checkpoint (killed in its first save) runs from
+            # step 0, so every step it logged before the kill is logged again
             self.run.rewind(state.global_step)
         self._clock = (time.perf_counter(), state.num_input_tokens_seen)
         remaining = max(state.max_steps - state.global_step, 0)

@@ -13,8 +13,12 @@ appears and the end the uninterrupted run took, then ``aworld-run <recipe> --out
   replaced, JSON Lines as a multiset of rows without timing keys; folders file by file),
   minus the case's ``ignore`` list.
 
-Timing keys (wall times, rates, latencies, and the case's own ``timing`` patterns) are left
-out of every comparison; a step counts as logged twice when it has more rows after the resume
+The LLM calls a process made and the records a resume found done (``PROCESS_ACCOUNTING``)
+are not compared either: a resumed run rightly makes fewer calls. Every run gets
+``PYTHONHASHSEED=0`` (unless the case's ``env`` sets it), so what iterates a
+set comes out in the same order in each run. Timing keys (wall times, rates, latencies, and
+the case's own ``timing`` patterns) are left out of every comparison; a step counts as
+logged twice when it has more rows after the resume
 than in the uninterrupted run (a training and an evaluation row may share a step).
 
 :func:`check_full_disk` runs the recipe with its output directory on a small tmpfs that is
@@ -60,6 +64,9 @@ class CrashCase:
     timing: Sequence[str] = ()  # metric keys (regexes) that measure wall time, not compared
     env: Mapping[str, str] = field(default_factory=dict)
     timeout_s: float = 1800.0  # a hung run fails the test instead of CI
+    # globs under the run directory: kill when a new match appears after the drawn point
+    # (a checkpoint's staging folder: a kill mid-save); empty: kill at the drawn point
+    kill_when: Sequence[str] = ()
 
     @property
     def id(self) -> str:
@@ -77,11 +84,16 @@ class CrashReport:
     differences: list[str]
     whole: Path
     resumed: Path
+    killed_at: str | None = None  # kill_when: the path whose appearance set off the kill
+    mid_save: bool = False  # that path was still there after the kill (a save was cut)
+    last_step: Any = None  # the last step the killed run had logged in metrics.jsonl
 
     def summary(self) -> str:
+        where = f" at {self.killed_at} (mid-save: {self.mid_save})" if self.killed_at else ""
+        where += f", after logging step {self.last_step}" if self.last_step is not None else ""
         head = (
             f"{self.case.recipe} seed {self.seed}: "
-            + (f"killed after {self.kill_after_s:.2f} s" if self.killed else "not killed")
+            + (f"killed after {self.kill_after_s:.2f} s{where}" if self.killed else "not killed")
             + f", compared {self.whole} with {self.resumed}"
         )
         return "\n".join([head, *self.differences])
@@ -95,7 +107,9 @@ def command(case: CrashCase, directory: Path, *, resume: bool = False) -> list[s
 
 
 def _start(case: CrashCase, argv: list[str], log: Path) -> subprocess.Popen:
-    env = {**os.environ, **case.env}
+    # one hash seed for every run: set order is then the same in each (TRL's model card lists
+    # its tags from a set: with random seeds two whole runs already differ there)
+    env = {**os.environ, "PYTHONHASHSEED": "0", **case.env}
     handle = log.open("ab")
     try:
         return subprocess.Popen(
@@ -151,7 +165,7 @@ def check_kill_resume(case: CrashCase, root: Path, seed: int) -> CrashReport:
     took = time.monotonic() - began
     start = ready if ready is not None else 0.0
     kill_after = random.Random(seed).uniform(start, max(start, took))
-    was_killed = False
+    was_killed, killed_at, mid_save = False, None, False
     for attempt in range(4):  # a run quicker than the uninterrupted one may finish first
         if attempt:
             shutil.rmtree(killed, ignore_errors=True)
@@ -160,23 +174,87 @@ def check_kill_resume(case: CrashCase, root: Path, seed: int) -> CrashReport:
         try:
             proc.wait(timeout=kill_after)
         except subprocess.TimeoutExpired:
-            _kill_group(proc)
+            if case.kill_when:
+                killed_at = _kill_on_appearance(proc, killed, case)
+                if killed_at is None:  # finished without another match: an earlier point
+                    continue
+                mid_save = (killed / killed_at).exists()
+            else:
+                _kill_group(proc)
             was_killed = True
             break
+    last_step = _last_step(killed / "metrics.jsonl") if was_killed else None
     if was_killed:  # (never interrupted: the completed run is compared as it is)
         resume = (killed / "config.yaml").is_file()  # else killed before its directory existed
         _finish(case, command(case, killed, resume=resume), root / "resumed.log")
     differences = compare_runs(whole, killed, ignore=case.ignore, timing=case.timing)
-    return CrashReport(case, seed, kill_after, was_killed, differences, whole, killed)
+    return CrashReport(
+        case,
+        seed,
+        kill_after,
+        was_killed,
+        differences,
+        whole,
+        killed,
+        killed_at,
+        mid_save,
+        last_step,
+    )
+
+
+def _last_step(path: Path) -> Any:
+    """The ``step`` of the last whole row of a metrics file (None: no row)."""
+    last = None
+    with contextlib.suppress(OSError):
+        for line in path.read_text(encoding="utf-8", errors="replace").splitlines():
+            with contextlib.suppress(ValueError, AttributeError):
+                last = json.loads(line).get("step", last)
+    return last
+
+
+def _matches(run_dir: Path, patterns: Sequence[str]) -> set[str]:
+    return {str(p.relative_to(run_dir)) for g in patterns for p in run_dir.glob(g)}
+
+
+def _kill_on_appearance(proc: subprocess.Popen, run_dir: Path, case: CrashCase) -> str | None:
+    """Kill ``proc``'s group as soon as a path matching ``case.kill_when`` appears that was not
+    there when this was called; the path (relative to ``run_dir``), or None when the process
+    ended first."""
+    seen = _matches(run_dir, case.kill_when)
+    began = time.monotonic()
+    while proc.poll() is None:
+        new = _matches(run_dir, case.kill_when) - seen
+        if new:
+            _kill_group(proc)
+            return sorted(new)[0]
+        if time.monotonic() - began > case.timeout_s:
+            _kill_group(proc)
+            raise AssertionError(f"{case.recipe} ran over {case.timeout_s} s")
+        time.sleep(0.002)
+    return None
 
 
 # ------------------------------------------------------------------------------- comparing
 
 
+# what one process did rather than what the run produced: the LLM calls this process made
+# (``llm.guard``: a resumed run makes only the calls its killed part had not), the records a
+# resume found done
+PROCESS_ACCOUNTING = frozenset({"llm_calls", "llm_errors", "skipped_done"})
+
+
+def is_timing(key: Any) -> bool:
+    """Whether a metric key is left out of comparisons: it measures wall time (any
+    ``/``-separated part does: ``entries_per_s/simple_python``, ``train/step_time``) or is
+    one process's accounting (``PROCESS_ACCOUNTING``)."""
+    parts = str(key).split("/")
+    return parts[-1] in PROCESS_ACCOUNTING or any(TIMING.search(part) for part in parts)
+
+
 def without_timing(row: Any) -> Any:
     """``row`` with timing keys (wall times, rates, timestamps) dropped, recursively."""
     if isinstance(row, dict):
-        return {k: without_timing(v) for k, v in row.items() if not TIMING.search(str(k))}
+        return {k: without_timing(v) for k, v in row.items() if not is_timing(k)}
     if isinstance(row, list):
         return [without_timing(v) for v in row]
     return row

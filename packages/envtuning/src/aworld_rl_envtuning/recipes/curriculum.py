@@ -140,6 +140,8 @@ def _train_stages(cfg: _Common, stages: tuple[StageConfig, ...], run: Run) -> Cu
     split = _split(cfg, run)
     state = CurriculumState.load(run.dir) if run.resume else None
     if state is None:
+        if run.resume:  # killed in the warm start: its step-0 rows are logged again
+            run.rewind(-1)
         # a saved directory even for tiny:<arch>, so the backend can build a reference from it
         start = local_model_path(cfg.model.name_or_path)
         state = CurriculumState(model=warm_start(cfg, start, split, run))
@@ -152,6 +154,8 @@ def _train_stages(cfg: _Common, stages: tuple[StageConfig, ...], run: Run) -> Cu
         if not dry:
             state.save(run.dir)  # the stage's start (its KL reference) survives a kill
         done = sum(state.stages[n].get("steps", 0) for n in state.finished)
+        if run.resume:  # what the stage forwarded before a kill is forwarded again
+            run.rewind(done)
         outcome = run_stage(
             index, len(stages), stage, record["start"], split, cfg, run, first_step=done
         )
