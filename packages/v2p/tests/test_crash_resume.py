@@ -54,12 +54,6 @@ def test_train_killed_at_a_random_point_resumes_to_the_same_metrics(tmp_path):
 
 
 @pytest.mark.slow
-@pytest.mark.xfail(
-    reason="the tiny-cpu preset's untrained head (allow_untrained_head) is drawn afresh in "
-    "each process, so a resumed eval's later predictions come from another head (points "
-    "differ by ~1e-5; found by this case, not yet fixed)",
-    strict=False,
-)
 def test_eval_killed_at_a_random_point_resumes_to_the_same_results(tmp_path):
     """``v2p.eval`` on the packaged sample (the tiny random grounding model)."""
     from importlib import resources

@@ -54,6 +54,33 @@ def test_plain_checkpoint_is_refused_where_a_trained_head_is_required(hub_layout
         load_v2p(str(folder), device="cpu", require_trained_head=True)
 
 
+def test_a_fresh_head_from_head_seed_is_the_same_in_every_process(hub_layout_dir):
+    """Eval and click load a plain checkpoint (fresh head, new pointer-token rows) with
+    ``head_seed``: whatever the global RNG (another process, a resumed run), every weight is
+    the same, and the caller's RNG is left as it was."""
+    import torch
+
+    from aworld_rl_v2p.modeling import HEAD_PREFIX
+
+    folder, _ = hub_layout_dir
+
+    def weights(global_seed, head_seed):
+        torch.manual_seed(global_seed)
+        model, _, _ = load_v2p(str(folder), device="cpu", dtype="float32", head_seed=head_seed)
+        return model.state_dict()
+
+    a, b = weights(1, 0), weights(2, 0)
+    assert all(torch.equal(a[k], b[k]) for k in a)
+    c = weights(2, None)  # from the global RNG: another head
+    head = [k for k in a if k.startswith(HEAD_PREFIX)]
+    assert head and not all(torch.equal(a[k], c[k]) for k in head)
+    torch.manual_seed(3)
+    expected = torch.rand(1)
+    torch.manual_seed(3)
+    load_v2p(str(folder), device="cpu", dtype="float32", head_seed=0)
+    assert torch.equal(torch.rand(1), expected)
+
+
 def test_missing_backbone_weight_is_an_error(hub_layout_dir, tmp_path):
     from safetensors.torch import load_file, save_file
 

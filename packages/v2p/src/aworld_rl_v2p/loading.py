@@ -14,6 +14,8 @@
 
 from __future__ import annotations
 
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
@@ -30,6 +32,7 @@ def load_v2p(
     dtype: str = "auto",
     device: str = "auto",
     require_trained_head: bool = False,
+    head_seed: int | None = None,
 ) -> tuple[Any, Any, Any]:
     """(model, tokenizer, image processor) from a saved directory, a hub id, or ``tiny:``.
 
@@ -38,6 +41,9 @@ def load_v2p(
     fresh head. ``dtype``: ``auto``, ``float32``, ``bfloat16`` or ``float16``; ``device``:
     ``auto``, ``cpu``, ``cuda`` or ``cuda:N``. ``require_trained_head``: raise
     ``UntrainedHeadError`` when the head is fresh (evaluation and clicking ask for it).
+    ``head_seed``: draw what is fresh (the head, new pointer-token rows) from this seed, so
+    every process that loads the same checkpoint gets the same model (a resumed evaluation
+    predicts as the run it continues); None: from torch's global RNG (training seeds it).
     """
     import torch
 
@@ -52,33 +58,36 @@ def load_v2p(
 
     device, dtype = resolve_device(device, dtype)
     torch_dtype = getattr(torch, dtype)
-    if name_or_path.startswith("tiny:"):
-        model, tokenizer, image_processor = _core_tiny(name_or_path)
-        model = from_base(model, tokenizer)
-    else:
-        from transformers import AutoTokenizer
-        from transformers.models.qwen2_vl.image_processing_pil_qwen2_vl import (
-            Qwen2VLImageProcessorPil,
-        )
+    with _fresh_head_seed(head_seed):  # the head and pointer-token rows drawn fresh
+        if name_or_path.startswith("tiny:"):
+            model, tokenizer, image_processor = _core_tiny(name_or_path)
+            model = from_base(model, tokenizer)
+        else:
+            from transformers import AutoTokenizer
+            from transformers.models.qwen2_vl.image_processing_pil_qwen2_vl import (
+                Qwen2VLImageProcessorPil,
+            )
 
-        path = Path(name_or_path)
-        if not (path / "config.json").is_file() and path.exists():
-            raise FileNotFoundError(f"'{path}' holds no config.json: give a saved model directory")
-        model, fresh = from_pretrained_strict(
-            V2PForConditionalGeneration,
-            name_or_path,
-            allow_missing=(HEAD_PREFIX,),
-            dtype=torch_dtype,
-        )
-        if fresh:
-            model.config.pointer_head_trained = False
-        tokenizer = AutoTokenizer.from_pretrained(name_or_path)
-        try:
-            image_processor = Qwen2VLImageProcessorPil.from_pretrained(name_or_path)
-        except OSError:
-            image_processor = Qwen2VLImageProcessorPil()
-        if getattr(model.config, "v2p_token_ids", None) is None:  # base, or a released save
-            add_pointer_tokens(model, tokenizer)
+            path = Path(name_or_path)
+            if not (path / "config.json").is_file() and path.exists():
+                raise FileNotFoundError(
+                    f"'{path}' holds no config.json: give a saved model directory"
+                )
+            model, fresh = from_pretrained_strict(
+                V2PForConditionalGeneration,
+                name_or_path,
+                allow_missing=(HEAD_PREFIX,),
+                dtype=torch_dtype,
+            )
+            if fresh:
+                model.config.pointer_head_trained = False
+            tokenizer = AutoTokenizer.from_pretrained(name_or_path)
+            try:
+                image_processor = Qwen2VLImageProcessorPil.from_pretrained(name_or_path)
+            except OSError:
+                image_processor = Qwen2VLImageProcessorPil()
+            if getattr(model.config, "v2p_token_ids", None) is None:  # base, or a released save
+                add_pointer_tokens(model, tokenizer)
     if require_trained_head and not head_trained(model):
         raise UntrainedHeadError(
             f"'{name_or_path}' has no trained action head (a fresh, random one would point "
@@ -86,6 +95,19 @@ def load_v2p(
             "allow_untrained_head=true to run it anyway"
         )
     return model.to(device=device, dtype=torch_dtype).eval(), tokenizer, image_processor
+
+
+@contextmanager
+def _fresh_head_seed(seed: int | None) -> Iterator[None]:
+    """Torch's RNG seeded with ``seed`` inside (None: untouched), the caller's RNG kept."""
+    import torch
+
+    if seed is None:
+        yield
+        return
+    with torch.random.fork_rng(devices=[]):
+        torch.manual_seed(seed)
+        yield
 
 
 def save_v2p(model: Any, tokenizer: Any, image_processor: Any, path: Path) -> Path:

@@ -61,6 +61,7 @@ def run(cfg: ClickConfig, run: Run) -> RunResult:
         device=cfg.device,
         dtype=cfg.dtype,
         require_trained_head=not cfg.allow_untrained_head,
+        head_seed=0,  # an untrained head: the same one in every process (and on resume)
     )
     calib = (
         calibration.Calibration.load(cfg.calibration)

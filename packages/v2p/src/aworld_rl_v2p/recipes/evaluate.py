@@ -163,6 +163,7 @@ def run(cfg: EvalConfig, run: Run) -> RunResult:
         device=cfg.device,
         dtype=cfg.dtype,
         require_trained_head=not cfg.allow_untrained_head,
+        head_seed=0,  # an untrained head: the same one in every process (and on resume)
     )
     readout = ReadoutOptions(
         threshold=p.threshold, topk=p.topk, region_score=p.region_score, fallback=p.fallback
