@@ -55,11 +55,6 @@ def test_eval_killed_at_a_random_point_resumes_to_the_same_results(tmp_path):
 
 
 @pytest.mark.slow
-@pytest.mark.xfail(
-    reason="a resume after the warm start logs its step-0 rows again (recipes/learn.py logs "
-    "warm_start/* at step 0 on every start; found by this case, not yet fixed)",
-    strict=False,
-)
 def test_train_killed_at_a_random_point_resumes_to_the_same_metrics(tmp_path):
     """``rag_r1.train`` cut short: a warm start of 4 steps, 3 GRPO steps with a checkpoint
     every step, 4 held-out and 4 validation questions."""
@@ -74,6 +69,7 @@ def test_train_killed_at_a_random_point_resumes_to_the_same_metrics(tmp_path):
             "data.validation=4",
         ),
         env={"AWORLD_RL_HOME": str(tmp_path / "home")},
+        timing=("seconds_per_question",),  # wall time per question, at every point
     )
     report = check_kill_resume(case, tmp_path / "runs", 0)
     assert report.killed and report.differences == [], report.summary()

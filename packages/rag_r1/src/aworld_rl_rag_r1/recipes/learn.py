@@ -18,6 +18,8 @@ from collections.abc import Callable
 from dataclasses import replace
 from typing import TYPE_CHECKING, Any
 
+from aworld_rl_core.atomic import write_atomic
+
 if TYPE_CHECKING:
     from aworld_rl_core.runs import Run
 
@@ -26,6 +28,11 @@ Splits = Any  # ``recipes.train.Splits``
 
 RESULT_FILE = "heldout_points.json"
 METRICS = ("em", "f1", "searches_per_question", "queries_per_search")
+
+
+WARM_DONE = "warm-start.json"
+"""Written once the start model and the warm start are made and logged: a resumed run reuses
+them instead of training and logging them again."""
 
 
 def learn(
@@ -44,6 +51,12 @@ def learn(
         start, warm = reused(cfg)
         started = replace(cfg, model=replace(cfg.model, name_or_path=start, tokenizer=None))
         return start, warm, _points(started, run, split, env_options(started), warm_start=True)
+    marker = run.dir / WARM_DONE
+    if run.resume and marker.is_file():  # resumed after it: neither redone nor logged again
+        done = json.loads(marker.read_text(encoding="utf-8"))
+        started = replace(cfg, model=replace(cfg.model, name_or_path=done["start"], tokenizer=None))
+        points = _points(started, run, split, env_options(started), warm_start=ws.steps > 0)
+        return done["start"], done["warm"], points
     if ws.world_tokenizer:
         from aworld_rl_rag_r1.recipes.common import synthetic_world
 
@@ -58,6 +71,7 @@ def learn(
     warm = start
     if ws.steps > 0:
         warm = _warm_start(started, run, split, options)
+    write_atomic(marker, json.dumps({"start": start, "warm": warm}))
     return start, warm, _points(started, run, split, options, warm_start=ws.steps > 0)
 
 
