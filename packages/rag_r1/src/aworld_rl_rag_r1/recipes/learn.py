@@ -43,20 +43,34 @@ def learn(
 ) -> tuple[str, str, Callable[[str, str, str | None], dict[str, float]]]:
     """(start model, warm-started model, ``points(start, warm, final) -> metrics``);
     ``env_options(cfg)``: the search environment's options for a config."""
+
+    ws = cfg.warm_start
+    marker = run.dir / WARM_DONE
+    if ws.from_run:
+        start, warm = reused(cfg)
+    elif run.resume and marker.is_file():  # resumed after it: neither redone nor logged again
+        done = json.loads(marker.read_text(encoding="utf-8"))
+        start, warm = done["start"], done["warm"]
+    else:
+        start, warm = _start_and_warm(cfg, run, split, env_options)
+        write_atomic(marker, json.dumps({"start": start, "warm": warm}))
+    started = replace(cfg, model=replace(cfg.model, name_or_path=start, tokenizer=None))
+    warmed = bool(ws.from_run) or ws.steps > 0
+    return start, warm, _points(started, run, split, env_options(started), warm_start=warmed)
+
+
+def _start_and_warm(
+    cfg: TrainConfig,
+    run: Run,
+    split: Splits,
+    env_options: Callable[[TrainConfig], dict[str, Any]],
+) -> tuple[str, str]:
+    """(start model, warm-started model) made here: the world tokenizer's model, then the
+    warm start (both the start model when ``warm_start.steps`` is 0)."""
     from aworld_rl_rag_r1 import learning
 
     ws = cfg.warm_start
     start = cfg.model.name_or_path
-    if ws.from_run:
-        start, warm = reused(cfg)
-        started = replace(cfg, model=replace(cfg.model, name_or_path=start, tokenizer=None))
-        return start, warm, _points(started, run, split, env_options(started), warm_start=True)
-    marker = run.dir / WARM_DONE
-    if run.resume and marker.is_file():  # resumed after it: neither redone nor logged again
-        done = json.loads(marker.read_text(encoding="utf-8"))
-        started = replace(cfg, model=replace(cfg.model, name_or_path=done["start"], tokenizer=None))
-        points = _points(started, run, split, env_options(started), warm_start=ws.steps > 0)
-        return done["start"], done["warm"], points
     if ws.world_tokenizer:
         from aworld_rl_rag_r1.recipes.common import synthetic_world
 
@@ -66,13 +80,10 @@ def learn(
         texts = learning.world_texts(corpus, [r["question"] for r in split.warm], rows)
         start = str(learning.world_model_dir(start, texts, run.dir / "init", seed=cfg.trainer.seed))
         run.log({"warm_start/tokenizer_texts": float(len(texts))}, step=0)
+    if ws.steps == 0:
+        return start, start
     started = replace(cfg, model=replace(cfg.model, name_or_path=start, tokenizer=None))
-    options = env_options(started)
-    warm = start
-    if ws.steps > 0:
-        warm = _warm_start(started, run, split, options)
-    write_atomic(marker, json.dumps({"start": start, "warm": warm}))
-    return start, warm, _points(started, run, split, options, warm_start=ws.steps > 0)
+    return start, _warm_start(started, run, split, env_options(started))
 
 
 def reused(cfg: TrainConfig) -> tuple[str, str]:
