@@ -12,7 +12,7 @@ from aworld_rl_envtuning.recipes.heldout import heldout_ids, table
 def test_microworld_split_is_cores_split_by_template_and_never_leaks():
     split = bfcl_split(SplitConfig(source="microworld", seed=0))
     parts = {p: set(split.of(p)) for p in ("train", "validation", "held_out")}
-    assert [len(parts[p]) for p in ("train", "validation", "held_out")] == [133, 65, 153]
+    assert [len(parts[p]) for p in ("train", "validation", "held_out")] == [184, 80, 175]
     assert not (parts["train"] & parts["validation"] or parts["train"] & parts["held_out"])
     assert not parts["validation"] & parts["held_out"]
     core = mw.split(0)
@@ -23,7 +23,7 @@ def test_microworld_split_is_cores_split_by_template_and_never_leaks():
     assert not trained & set(mw.TEMPLATE_ROLES)
     # the held-out points mix held-out templates and held-out slot combinations
     ids = heldout_ids(split, 30)
-    assert len(ids) == 56 and set(ids) <= parts["held_out"]
+    assert len(ids) == 60 and set(ids) <= parts["held_out"]
     templates = {mw.micro_entry(i).template for i in ids}
     assert templates & set(mw.TEMPLATE_ROLES) and templates - set(mw.TEMPLATE_ROLES)
     assert set(CATEGORIES) >= {get_entry(i).category for i in ids}

@@ -2,6 +2,7 @@
 BFCL's multi-turn judge, a leak-free split by template, and its in-process tokenizer."""
 
 import json
+from collections import Counter
 
 import pytest
 
@@ -57,7 +58,7 @@ def test_api_state_and_errors():
 
 def test_every_ground_truth_passes_bfcl_judge_and_an_empty_reply_fails_calling_turns():
     all_entries = mw.entries()
-    assert len(all_entries) == 351  # 21 templates, at most 24 slot combinations each
+    assert len(all_entries) == 439  # 26 templates, at most 24 slot combinations each
     for entry in all_entries:
         bfcl = mw.bfcl_entry(entry.id)
         assert judge_multi_turn(bfcl, bfcl.ground_truth).valid, entry.id
@@ -105,7 +106,7 @@ def test_abstain_turns_pass_only_without_a_call():
 def test_split_by_template_has_no_leak():
     parts = mw.split(seed=0)
     ids = {p: [i for c in parts[p].values() for i in c] for p in mw.SPLITS}
-    assert [len(ids[p]) for p in mw.SPLITS] == [133, 65, 153]
+    assert [len(ids[p]) for p in mw.SPLITS] == [184, 80, 175]
     assert sum(len(v) for v in ids.values()) == len(mw.entries())
     seen: dict[tuple, str] = {}
     for part, members in ids.items():
@@ -125,6 +126,23 @@ def test_split_by_template_has_no_leak():
         "temp_then_read",
         "ask_then_send",
     }
+    # every skill a held-out template needs is taught by a training template: get_thermostat,
+    # two calls in one turn, declining a turn that lacks a value and acting on a later one
+    train_calls = {
+        c.split("(")[0] for i in ids["train"] for t in mw.bfcl_entry(i).ground_truth for c in t
+    }
+    assert train_calls == {f["name"] for d in mw.apis.DOCS.values() for f in d}
+    assert {"read_temp", "lock_and_delete", "give", "ask_then_set"} <= train_templates
+    shapes = {
+        tuple(len(t) for t in mw.micro_entry(i).raw["ground_truth"]) for i in ids["train"]
+    }
+    assert (0, 1) in shapes and (2,) in shapes
+    assert sum(i in parts["train"][mw.ABSTAIN] for i in ids["train"]) == 34
+    # the first ids of a part spread over its templates (the held-out points)
+    first = parts["held_out"][mw.ABSTAIN][:15]
+    counts = Counter(mw.micro_entry(i).template for i in first)
+    # no_degrees and no_amount hold one held-out combination each; the other three deal 13
+    assert sorted(counts.values()) == [1, 1, 4, 4, 5]
     # another seed reshuffles the slot combinations but never the template roles
     other = mw.split(seed=1)
     assert other["train"] != parts["train"]
@@ -154,7 +172,7 @@ def test_world_tokenizer_is_small_and_reloads_identically(tmp_path):
 
     assert len(tiny_tokenizer(512)) == 512
     tok = tiny_tokenizer(1024)
-    assert len(tok) == 973  # the corpus runs out of merges before 1024
+    assert len(tok) == 979  # the corpus runs out of merges before 1024
     text = "Set the kitchen thermostat to 21 degrees."
     assert tok.convert_ids_to_tokens(tok(text)["input_ids"]) == [
         "Set",

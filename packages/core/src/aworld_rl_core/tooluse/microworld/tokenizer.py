@@ -146,7 +146,7 @@ def fast_tokenizer(trained: str, tags: tuple[str, ...] = TAGS) -> Any:
 
 def world_tokenizer(vocab_size: int = 1024) -> Any:
     """A fresh ``PreTrainedTokenizerFast`` of at most ``vocab_size`` tokens (fewer when the
-    corpus runs out of merges: 1024 gives 973) trained on the world's text,
+    corpus runs out of merges: 1024 gives 979) trained on the world's text,
     with ``<|im_end|>`` as end of turn and ``<|endoftext|>`` as padding; no chat template
     (``models.tiny_tokenizer(vocab)`` adds core's: tooluse sits below models)."""
     if not MIN_VOCAB <= vocab_size <= MAX_VOCAB:

@@ -13,7 +13,8 @@ seed), so entries differ in state as well as in their requests.
 :func:`entries` generates every entry (deterministic); :func:`split` assigns them: whole
 templates are held out or kept for validation (``TEMPLATE_ROLES``), and the slot combinations
 of the training templates are shuffled with the seed into training, validation and held-out
-parts. No entry and no (template, slots) pair is in two parts.
+parts. No entry and no (template, slots) pair is in two parts. Each part's ids are dealt one
+template at a time, so its first N ids (the held-out points) spread over its templates.
 """
 
 from __future__ import annotations
@@ -85,6 +86,7 @@ def _balance_is_amount(slots: Mapping[str, Any], state: dict[str, Any]) -> None:
 
 SET = "set_thermostat(room='{room}', degrees={deg})"
 LOCK = "lock_door(door='{door}')"
+GET = "get_thermostat(room='{room}')"
 SEND = "transfer(source='{src}', target='{dst}', amount={amount})"
 
 TEMPLATES: tuple[Template, ...] = (
@@ -142,6 +144,22 @@ TEMPLATES: tuple[Template, ...] = (
     ),
     Template("no_degrees", ("Change the {room} thermostat for me.",), ((),)),
     Template("no_amount", ("Move some money from {src} to {dst}.",), ((),)),
+    # the skills the held-out templates recombine, each taught by a training template:
+    # reading a thermostat, two calls in one turn, the accounts named target first, and
+    # declining a turn that lacks a value and acting once a later turn gives it
+    Template("read_temp", ("What is the {room} thermostat set to?",), ((GET,),)),
+    Template(
+        "lock_and_delete",
+        ("Lock the {door} door and delete {file}.",),
+        ((LOCK, "delete_file(name='{file}')"),),
+    ),
+    Template("give", ("Put {amount} dollars into {dst} from {src}.",), ((SEND,),)),
+    Template("no_target", ("Take {amount} dollars out of {src}.",), ((),)),
+    Template(
+        "ask_then_set",
+        ("Set the {room} thermostat for me.", "Make it {deg} degrees."),
+        ((), (SET,)),
+    ),
     Template("no_source", ("Send {amount} dollars to {dst}.",), ((),)),
     Template(
         "ask_then_send",
@@ -268,8 +286,25 @@ def split(
                 out[part][entry.category].append(entry.id)
     for part in SPLITS:
         for category, ids in out[part].items():
-            random.Random(f"{seed}:{part}:{category}").shuffle(ids)
+            out[part][category] = _interleaved(ids, random.Random(f"{seed}:{part}:{category}"))
     return out
+
+
+def _interleaved(ids: list[str], rng: random.Random) -> list[str]:
+    """``ids`` shuffled within each template, then dealt one template at a time (templates in
+    a shuffled order), so that any first N ids spread over the templates (the held-out points
+    are not mostly one template)."""
+    groups: dict[str, list[str]] = {}
+    for entry_id in sorted(ids):
+        groups.setdefault(micro_entry(entry_id).template, []).append(entry_id)
+    names = sorted(groups)
+    rng.shuffle(names)
+    for name in names:
+        rng.shuffle(groups[name])
+    dealt = []
+    for rank in range(max((len(g) for g in groups.values()), default=0)):
+        dealt += [groups[n][rank] for n in names if rank < len(groups[n])]
+    return dealt
 
 
 @functools.cache
