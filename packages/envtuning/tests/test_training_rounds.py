@@ -187,6 +187,31 @@ def test_a_warm_start_replays_the_stages_entries_first_then_the_rest_of_the_spli
     assert warm_start_ids((base, every), split, data, 6) == [*own, rest[0], rest[4], rest[8]]
 
 
+def test_a_warm_start_can_skip_micro_world_templates_that_rl_still_trains_on():
+    from aworld_rl_core.tooluse import microworld as mw
+    from aworld_rl_envtuning.curriculum import StageConfig
+    from aworld_rl_envtuning.data import CATEGORIES, Split, SplitConfig, bfcl_split
+    from aworld_rl_envtuning.recipes.common import DataConfig
+    from aworld_rl_envtuning.recipes.training import stage_entry_ids
+    from aworld_rl_envtuning.recipes.warm_start import warm_start_ids
+
+    split = bfcl_split(SplitConfig(source="microworld"))
+    every = StageConfig(name="a", data="all", reward="progress")
+    data = DataConfig()
+    ids = warm_start_ids((every,), split, data, 0, ("give", "no_target"))
+    templates = [mw.micro_entry(i).template for i in split.of("train")]
+    skipped = templates.count("give") + templates.count("no_target")
+    assert skipped == 28  # 14 training combinations each (24 x 0.6)
+    assert len(ids) == 184 - skipped
+    assert not {mw.micro_entry(i).template for i in ids} & {"give", "no_target"}
+    assert len(stage_entry_ids(every, split, data)) == 184  # RL plays them all
+    with pytest.raises(ValueError, match="not training templates.*training templates: ask_then"):
+        warm_start_ids((every,), split, data, 0, ("pay",))  # a held-out template
+    bfcl = Split(0, {"train": {c: [f"{c}_0"] for c in CATEGORIES}})
+    with pytest.raises(ValueError, match="set data.source=microworld"):
+        warm_start_ids((every,), bfcl, data, 0, ("give",))
+
+
 def test_warm_start_steps_teach_the_tiny_model_a_reply_that_parses(aworld_home, tmp_path):
     """A real learning signal, cheap: the random tiny model's greedy first reply on a training
     entry does not parse; after 100 warm-start steps on that entry's ground-truth episode it

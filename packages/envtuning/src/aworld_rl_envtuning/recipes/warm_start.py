@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+from collections.abc import Sequence
 from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Any
 
@@ -52,6 +53,12 @@ class WarmStartConfig:
         False,
         help="the ground truth one call per reply (a call needing an earlier call's result "
         "comes after it); false: a turn's calls in one reply",
+    )
+    skip_templates: tuple[str, ...] = option(
+        (),
+        help="micro-world only (data.source=microworld): training templates whose entries the "
+        "warm start never replays, so it covers a slice of the training templates; RL still "
+        "trains on every training template",
     )
     save_steps: int = option(
         100,
@@ -95,18 +102,41 @@ def trajectories(
     return asyncio.run(every())
 
 
-def warm_start_ids(stages: Any, split: Split, data: Any, entries: int) -> list[str]:
+def warm_start_ids(
+    stages: Any, split: Split, data: Any, entries: int, skip_templates: Sequence[str] = ()
+) -> list[str]:
     """The entries a warm start replays: the stages' training entries (what RL will play),
-    then entries spread over the rest of the training split, ``entries`` in all (0: all)."""
+    then entries spread over the rest of the training split, ``entries`` in all (0: all);
+    none of a micro-world template in ``skip_templates``."""
     from aworld_rl_envtuning.recipes.training import _spread, stage_entry_ids
 
     own = list(dict.fromkeys(i for s in stages for i in stage_entry_ids(s, split, data)))
     rest = [i for i in split.of("train") if i not in own]
+    if skip_templates:
+        own, rest = (_without_templates(ids, skip_templates, split) for ids in (own, rest))
     if not entries:
         return own + rest
     if entries <= len(own):
         return own[:entries]
     return own + _spread(rest, entries - len(own))
+
+
+def _without_templates(ids: list[str], skip: Sequence[str], split: Split) -> list[str]:
+    from aworld_rl_core.tooluse import microworld as mw
+
+    if not all(mw.is_micro_id(i) for i in split.of("train")):
+        raise ValueError(
+            "warm_start.skip_templates names micro-world templates, but the training split is "
+            "not the micro-world's: set data.source=microworld or leave skip_templates empty"
+        )
+    trained = {mw.micro_entry(i).template for i in split.of("train")}
+    unknown = sorted(set(skip) - trained)
+    if unknown:
+        raise ValueError(
+            f"warm_start.skip_templates names {unknown}, which are not training templates of "
+            f"the micro-world's split; training templates: {', '.join(sorted(trained))}"
+        )
+    return [i for i in ids if mw.micro_entry(i).template not in skip]
 
 
 def sft_trainer(ws: WarmStartConfig, seed: int) -> Any:
@@ -170,7 +200,7 @@ def warm_start(cfg: Any, start: str, split: Split, run: Run) -> str:
     folder = run.dir / FOLDER
     stages = cfg.stages if hasattr(cfg, "stages") else (cfg.stage,)
     stage = stages[0]
-    ids = warm_start_ids(stages, split, cfg.data, ws.entries)
+    ids = warm_start_ids(stages, split, cfg.data, ws.entries, ws.skip_templates)
     env_options = {
         "augmentation": stage.augmentation,
         "prompt_style": stage.prompt_style,
