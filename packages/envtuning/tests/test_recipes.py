@@ -66,12 +66,14 @@ class TestEvalRecipe(RecipeContract):
 class TestCurriculumRecipe(RecipeContract):
     """The README's main job on core's micro-world: warm start, four stages, held-out points.
 
-    Held-out accuracy does not rise through RL in this run yet (README), so this checks the
-    pipeline and the training signal, not a learning margin: every point is evaluated and
-    reported first, the warm start writes calls, decoding constrained to copying
-    (``trainer.rl.call_constraint=copy``) makes the warm-started model pass held-out turns
-    (progress 0.158 measured at seed 0 with one thread; 0.0 without the constraint), and the
-    progress reward gives GRPO groups with reward variance (a policy gradient) in stages 2-4."""
+    Held-out accuracy does not rise through RL in this run (README: 3 seeds), so no learning
+    margin can be asserted; this checks the pipeline, the training signal and that RL moves
+    the policy: every point is evaluated and reported first, the warm start writes calls,
+    decoding constrained to copying (``trainer.rl.call_constraint=copy``) makes the
+    warm-started model pass held-out turns, the progress reward gives GRPO groups with reward
+    variance (a policy gradient) in stages 2-4, and some stage's greedy held-out figures differ
+    from the warm start's (with ``trainer.learning_rate=1e-30`` every stage's equal it: checked
+    once, README)."""
 
     recipe = "envtuning.curriculum"
 
@@ -86,7 +88,7 @@ class TestCurriculumRecipe(RecipeContract):
             assert 0.0 <= result.metrics[f"heldout/progress/{point}"] <= 1.0
         assert result.metrics["heldout/progress/random"] == 0.0  # no calling turn passes
         found = json.loads((run_dir / "heldout_points.json").read_text())
-        assert len(found["entries"]) == 40 and list(found["points"]) == list(points)
+        assert len(found["entries"]) == 78 and list(found["points"]) == list(points)
         assert found["points"]["random"]["tool_calls"] == 0.0
         assert found["points"]["warm_start"]["tool_calls"] > 0.5  # the warm start writes calls
         assert result.metrics["heldout/progress/warm_start"] > 0.05  # copied values pass turns
@@ -99,6 +101,10 @@ class TestCurriculumRecipe(RecipeContract):
             rows = [json.loads(line) for line in lines]
             varied += [r["frac_reward_zero_std"] < 1.0 for r in rows if "frac_reward_zero_std" in r]
         assert any(varied), "no GRPO group of stages 2-4 had reward variance"
+        # RL moves the policy: a stage's greedy held-out figures differ from the warm start's
+        found_points = found["points"]
+        moved = [p for p in points[2:] if found_points[p] != found_points["warm_start"]]
+        assert moved, "every stage plays the held-out entries as the warm start does"
 
 
 @pytest.mark.slow
