@@ -133,9 +133,7 @@ def test_split_by_template_has_no_leak():
     }
     assert train_calls == {f["name"] for d in mw.apis.DOCS.values() for f in d}
     assert {"read_temp", "lock_and_delete", "give", "ask_then_set"} <= train_templates
-    shapes = {
-        tuple(len(t) for t in mw.micro_entry(i).raw["ground_truth"]) for i in ids["train"]
-    }
+    shapes = {tuple(len(t) for t in mw.micro_entry(i).raw["ground_truth"]) for i in ids["train"]}
     assert (0, 1) in shapes and (2,) in shapes
     assert sum(i in parts["train"][mw.ABSTAIN] for i in ids["train"]) == 34
     # the first ids of a part spread over its templates (the held-out points)
