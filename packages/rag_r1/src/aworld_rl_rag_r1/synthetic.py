@@ -121,8 +121,7 @@ def generate(cfg: SyntheticConfig) -> tuple[list[dict[str, Any]], list[dict[str,
     while len(questions) < cfg.questions and attempts < 50 * cfg.questions:
         attempts += 1
         item = makers[attempts % len(makers)]()
-        key = _key(item, cfg.distinct_pairs)
-        if key is None or key in seen:
+        if item is None or (key := _key(item, cfg.distinct_pairs)) in seen:
             continue
         seen.add(key)
         item["id"] = f"syn-{len(questions)}"
@@ -130,10 +129,8 @@ def generate(cfg: SyntheticConfig) -> tuple[list[dict[str, Any]], list[dict[str,
     return docs, questions
 
 
-def _key(item: dict[str, Any] | None, distinct_pairs: bool) -> Any:
+def _key(item: dict[str, Any], distinct_pairs: bool) -> Any:
     """What makes a question new: its text, or a comparison's unordered pair of pages."""
-    if item is None:
-        return None
     if distinct_pairs and item["type"] == "comparison":
         return frozenset(item["gold_docs"])
     return item["question"]
