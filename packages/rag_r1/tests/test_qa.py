@@ -82,3 +82,17 @@ def test_synthetic_world_needs_two_pages(tmp_path):
     _corpus, qa = write(SyntheticConfig(questions=8), tmp_path)
     assert [i.source for i in load_qa(qa)] == ["synthetic"] * 8
     assert load_qa(qa)[0].gold_docs
+
+
+def test_synthetic_distinct_pairs_never_ask_a_pair_twice():
+    """40 people give at most 780 unordered pairs: in 800 questions "X or Y" and "Y or X"
+    both occur unless distinct_pairs asks each pair once (the tiny-cpu train world)."""
+
+    def pairs(cfg):
+        _docs, questions = generate(cfg)
+        return [frozenset(q["gold_docs"]) for q in questions if q["type"] == "comparison"]
+
+    both_orders = pairs(SyntheticConfig(questions=800))
+    assert len(set(both_orders)) < len(both_orders)
+    once = pairs(SyntheticConfig(questions=800, distinct_pairs=True))
+    assert len(once) == len(set(once)) == 800 - 90  # 40 + 40 + 10 bridge questions

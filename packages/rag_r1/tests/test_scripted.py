@@ -142,3 +142,32 @@ def test_from_run_reuses_a_finished_warm_start(tmp_path):
     (tmp_path / "init").mkdir()
     (tmp_path / "init" / "config.json").write_text("{}")
     assert reused(cfg(True)) == (str(tmp_path / "init"), str(tmp_path / "warm-start" / "model"))
+
+
+def test_tiny_cpu_split_holds_out_200_questions_never_trained_on(aworld_home):
+    """The train preset's world: 240 warm-start, 160 RL, 200 validation and 200 held-out
+    questions (one = 0.005), and no held-out comparison asks a pair of people that a training
+    or validation question asked (in either order)."""
+    from aworld_rl_core.config import load_config
+    from aworld_rl_core.registry import get_recipe
+    from aworld_rl_rag_r1.recipes.train import splits
+
+    entry = get_recipe("rag_r1.train")
+    cfg = load_config(
+        entry.config_cls(),
+        preset="tiny-cpu",
+        presets=entry.presets,
+        overrides=["world.encoder.name_or_path=hash"],  # the split does not depend on it
+    )
+    split = splits(cfg)
+    parts = (split.warm, split.train, split.validation, split.heldout)
+    assert [len(p) for p in parts] == [240, 160, 200, 200]
+
+    def pairs(rows):
+        return {frozenset(r["gold_docs"]) for r in rows}
+
+    held, val = pairs(split.heldout), pairs(split.validation)
+    trained = pairs(split.warm) | pairs(split.train)
+    assert not held & trained and not held & val and not val & trained
+    comparisons = (r["question"].startswith("Who was born earlier") for r in split.heldout)
+    assert all(comparisons)  # the 90 bridge questions come first (see the README)

@@ -37,6 +37,11 @@ class SyntheticConfig:
     universities: int = option(6, help="universities (each in one city)")
     companies: int = option(10, help="companies (each founded by one person)")
     questions: int = option(60, help="questions to generate (mixed types)")
+    distinct_pairs: bool = option(
+        False,
+        help="a comparison's pair of people is asked once, in one order only (else 'X or Y' "
+        "and 'Y or X' can both occur, e.g. one in training and one held out)",
+    )
     seed: int = option(0, help="random seed")
 
 
@@ -111,17 +116,24 @@ def generate(cfg: SyntheticConfig) -> tuple[list[dict[str, Any]], list[dict[str,
         lambda: _earlier(rng.sample(people, 2), page),
     ]
     questions: list[dict[str, Any]] = []
-    seen: set[str] = set()
+    seen: set[Any] = set()
     attempts = 0
     while len(questions) < cfg.questions and attempts < 50 * cfg.questions:
         attempts += 1
         item = makers[attempts % len(makers)]()
-        if item is None or item["question"] in seen:
+        if item is None or (key := _key(item, cfg.distinct_pairs)) in seen:
             continue
-        seen.add(item["question"])
+        seen.add(key)
         item["id"] = f"syn-{len(questions)}"
         questions.append(item)
     return docs, questions
+
+
+def _key(item: dict[str, Any], distinct_pairs: bool) -> Any:
+    """What makes a question new: its text, or a comparison's unordered pair of pages."""
+    if distinct_pairs and item["type"] == "comparison":
+        return frozenset(item["gold_docs"])
+    return item["question"]
 
 
 def _birth_country(p, city_country, page) -> dict[str, Any]:
