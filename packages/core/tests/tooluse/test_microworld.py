@@ -141,6 +141,9 @@ def test_split_by_template_has_no_leak():
     counts = Counter(mw.micro_entry(i).template for i in first)
     # no_degrees and no_amount hold one held-out combination each; the other three deal 13
     assert sorted(counts.values()) == [1, 1, 4, 4, 5]
+    # more slot combinations per template than the registered entries: still split whole
+    wide = mw.split(seed=0, per_template=30)
+    assert sum(len(v) for p in mw.SPLITS for v in wide[p].values()) == len(mw.entries(30)) == 535
     # another seed reshuffles the slot combinations but never the template roles
     other = mw.split(seed=1)
     assert other["train"] != parts["train"]

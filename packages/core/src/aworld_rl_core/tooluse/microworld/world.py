@@ -284,19 +284,21 @@ def split(
         for part, members in parts.items():
             for entry in members:
                 out[part][entry.category].append(entry.id)
+    template_of = {e.id: name for name, group in by_template.items() for e in group}
     for part in SPLITS:
         for category, ids in out[part].items():
-            out[part][category] = _interleaved(ids, random.Random(f"{seed}:{part}:{category}"))
+            rng = random.Random(f"{seed}:{part}:{category}")
+            out[part][category] = _interleaved(ids, template_of, rng)
     return out
 
 
-def _interleaved(ids: list[str], rng: random.Random) -> list[str]:
+def _interleaved(ids: list[str], template_of: Mapping[str, str], rng: random.Random) -> list[str]:
     """``ids`` shuffled within each template, then dealt one template at a time (templates in
     a shuffled order), so that any first N ids spread over the templates (the held-out points
     are not mostly one template)."""
     groups: dict[str, list[str]] = {}
     for entry_id in sorted(ids):
-        groups.setdefault(micro_entry(entry_id).template, []).append(entry_id)
+        groups.setdefault(template_of[entry_id], []).append(entry_id)
     names = sorted(groups)
     rng.shuffle(names)
     for name in names:
