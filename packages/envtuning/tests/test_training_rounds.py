@@ -187,6 +187,28 @@ def test_a_warm_start_replays_the_stages_entries_first_then_the_rest_of_the_spli
     assert warm_start_ids((base, every), split, data, 6) == [*own, rest[0], rest[4], rest[8]]
 
 
+def test_balanced_stages_give_every_category_the_largest_ones_count():
+    from aworld_rl_envtuning.curriculum import StageConfig
+    from aworld_rl_envtuning.data import CATEGORIES, Split
+    from aworld_rl_envtuning.recipes.common import DataConfig
+    from aworld_rl_envtuning.recipes.training import stage_entry_ids
+
+    train: dict[str, list[str]] = {c: [] for c in CATEGORIES}  # miss_func, long_context: none
+    train |= {
+        "multi_turn_base": ["b0", "b1", "b2", "b3", "b4"],
+        "multi_turn_miss_param": ["m0", "m1"],
+    }
+    split = Split(0, {"train": train, "validation": {}, "held_out": {}})
+    every = StageConfig(name="a", data="all", reward="progress")
+    base = StageConfig(name="b", data="base", reward="progress")
+    balanced = DataConfig(balance_categories=True)
+    assert stage_entry_ids(every, split, balanced) == [
+        *("b0", "m0", "b1", "m1", "b2", "m0", "b3", "m1", "b4", "m0")
+    ]
+    assert stage_entry_ids(every, split, DataConfig()) == [*train["multi_turn_base"], "m0", "m1"]
+    assert stage_entry_ids(base, split, balanced) == train["multi_turn_base"]  # one category
+
+
 def test_a_warm_start_can_skip_micro_world_templates_that_rl_still_trains_on():
     from aworld_rl_core.tooluse import microworld as mw
     from aworld_rl_envtuning.curriculum import StageConfig

@@ -77,6 +77,11 @@ class DataConfig(SplitConfig):
     max_train_entries: int = option(
         0, help="cap on each stage's training entries (0 = no cap; CPU runs)"
     )
+    balance_categories: bool = option(
+        False,
+        help="stages on all data draw every category equally (the paper's 100 entries per "
+        "category): each category's entries repeated up to the largest category's count",
+    )
 
 
 @dataclass(frozen=True, kw_only=True)

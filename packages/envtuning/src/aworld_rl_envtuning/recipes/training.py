@@ -33,6 +33,8 @@ def stage_entry_ids(stage: StageConfig, split: Split, data: DataConfig) -> list[
     """Training entry ids of a stage: easy subset of base, base, or all four categories."""
     if stage.data == "all":
         ids = split.of("train")
+        if data.balance_categories:
+            ids = _balanced([split.of("train", [c]) for c in CATEGORIES])
     else:
         ids = split.of("train", ["multi_turn_base"])
         if stage.data == "easy":
@@ -40,6 +42,14 @@ def stage_entry_ids(stage: StageConfig, split: Split, data: DataConfig) -> list[
     if data.max_train_entries > 0:
         ids = _spread(ids, data.max_train_entries)
     return ids
+
+
+def _balanced(groups: list[list[str]]) -> list[str]:
+    """The non-empty groups, each repeated (cycled) to the largest one's length, dealt in
+    turn: an equal share of every group."""
+    groups = [g for g in groups if g]
+    size = max((len(g) for g in groups), default=0)
+    return [g[i % len(g)] for i in range(size) for g in groups]
 
 
 def _spread(ids: list[str], n: int) -> list[str]:
