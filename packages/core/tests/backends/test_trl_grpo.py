@@ -219,3 +219,29 @@ def test_grpo_learns_the_lowercase_game(model_dir, tmp_path):
     rewards = [r["reward_mean"] for r in logged(tmp_path) if "reward_mean" in r]
     start, end = sum(rewards[:5]) / 5, sum(rewards[-5:]) / 5
     assert end > start + 0.1, rewards
+
+
+def test_a_resumed_run_shuffles_each_epoch_as_the_uninterrupted_run_did():
+    """TRL's sampler drew epoch e's order from a generator advanced by the epochs this process
+    iterated, so the first epoch after a resume took epoch 0's order (found by the crash harness:
+    a curriculum killed mid-save of a checkpoint at an epoch boundary resumed to other weights)."""
+    from trl.trainer.utils import RepeatSampler
+
+    from aworld_rl_core.backends.trl_trainer import _ResumableRepeatSampler
+
+    def orders(sampler, epochs):
+        found = []
+        for epoch in epochs:
+            if hasattr(sampler, "set_epoch"):
+                sampler.set_epoch(epoch)
+            found.append(list(sampler))
+        return found
+
+    def build(cls):
+        return cls(list(range(6)), mini_repeat_count=2, batch_size=3, seed=7)
+
+    uninterrupted = orders(build(RepeatSampler), range(5))
+    assert len({tuple(o) for o in uninterrupted}) > 1  # the order changes from epoch to epoch
+    assert orders(build(_ResumableRepeatSampler), range(5)) == uninterrupted  # same stream
+    assert orders(build(_ResumableRepeatSampler), [3, 4]) == uninterrupted[3:]  # resumed at 3
+    assert orders(build(RepeatSampler), [3, 4]) == uninterrupted[:2]  # TRL's: epochs 0 and 1

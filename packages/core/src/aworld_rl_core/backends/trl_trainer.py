@@ -16,6 +16,7 @@ from typing import Any
 import torch
 from transformers import TrainerCallback
 from trl import GRPOTrainer
+from trl.trainer.utils import RepeatSampler
 
 from aworld_rl_core.backends import validation as val
 from aworld_rl_core.backends.checkpoints import AtomicCheckpoints
@@ -206,6 +207,20 @@ def supports(episodes: Sequence[Episode], tokenizer: Any, vocab: int) -> tuple[A
     return index, table
 
 
+class _ResumableRepeatSampler(RepeatSampler):
+    """TRL's sampler, whose shuffle in epoch ``e`` no longer depends on how many epochs this
+    process iterated: ``set_epoch(e)`` (the Trainer calls it before every epoch) reseeds the
+    generator and replays the ``e`` shuffles before it, so a run resumed at an epoch boundary
+    draws the uninterrupted run's prompt order (without it, the first epoch after a resume drew
+    the first epoch's order)."""
+
+    def set_epoch(self, epoch: int) -> None:
+        if self.shuffle and self.seed is not None:
+            self.generator.manual_seed(self.seed)
+            for _ in range(epoch):
+                torch.randperm(self.num_samples, generator=self.generator)
+
+
 class EnvGRPOTrainer(AtomicCheckpoints, GRPOTrainer):
     """GRPOTrainer whose rollouts are our multi-turn episodes (TRL's ``rollout_func`` hook).
 
@@ -226,6 +241,11 @@ class EnvGRPOTrainer(AtomicCheckpoints, GRPOTrainer):
         with warnings.catch_warnings():  # we use the experimental hook knowingly (TRL pinned)
             warnings.filterwarnings("ignore", "You are using 'rollout_func'", UserWarning)
             super().__init__(rollout_func=rollout, **kwargs)
+
+    def _get_train_sampler(self, dataset: Any = None) -> Any:
+        sampler = super()._get_train_sampler(dataset)
+        sampler.__class__ = _ResumableRepeatSampler
+        return sampler
 
     def _generate_and_score_completions(self, inputs: list[dict[str, Any]]) -> dict[str, Any]:
         self.episode_rollout.bind(inputs)
