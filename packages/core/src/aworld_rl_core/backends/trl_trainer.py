@@ -244,7 +244,7 @@ class EnvGRPOTrainer(AtomicCheckpoints, GRPOTrainer):
 
     def _get_train_sampler(self, dataset: Any = None) -> Any:
         sampler = super()._get_train_sampler(dataset)
-        sampler.__class__ = _ResumableRepeatSampler
+        sampler.__class__ = _ResumableRepeatSampler  # TRL's arguments, plus set_epoch
         return sampler
 
     def _generate_and_score_completions(self, inputs: list[dict[str, Any]]) -> dict[str, Any]:
