@@ -64,3 +64,30 @@ def test_every_layout_renders_html_with_its_elements():
         assert page.html.count("data-v2p=") == len(page.elements) >= 4
     with pytest.raises(ValueError, match="unknown layout"):
         make_page(random.Random(0), "wizard", 640, 400)
+
+
+def test_a_capture_aborted_by_a_navigation_loads_the_page_again():
+    """CI saw chromium time out one capture ("aborted by navigation"); the renderer reloads."""
+    pytest.importorskip("selenium")
+    from selenium.common.exceptions import TimeoutException
+
+    from aworld_rl_v2p.synthetic import _screenshot
+
+    class FlakyDriver:  # test double of selenium's driver: the first `fails` captures time out
+        def __init__(self, fails):
+            self.fails, self.loads = fails, []
+
+        def get(self, url):
+            self.loads.append(url)
+
+        def execute_cdp_cmd(self, cmd, params):
+            assert (cmd, params) == ("Page.captureScreenshot", {"format": "png"})
+            if len(self.loads) <= self.fails:
+                raise TimeoutException("timeout from aborted by navigation")
+            return {"data": "UE5H"}
+
+    driver = FlakyDriver(fails=1)
+    assert _screenshot(driver, "data:x") == "UE5H"
+    assert driver.loads == ["data:x", "data:x"]
+    with pytest.raises(TimeoutException):
+        _screenshot(FlakyDriver(fails=3), "data:x")

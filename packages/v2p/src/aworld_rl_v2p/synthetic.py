@@ -191,6 +191,21 @@ return Array.from(document.querySelectorAll('[data-v2p]')).map(e => {
 });"""
 
 
+def _screenshot(driver: Any, url: str, attempts: int = 3) -> str:
+    """Load ``url`` and capture it (base64 PNG). Headless chromium now and then aborts the
+    capture as racing a navigation ("timeout from aborted by navigation"): load it again."""
+    from selenium.common.exceptions import TimeoutException
+
+    for attempt in range(attempts):
+        driver.get(url)
+        try:
+            return str(driver.execute_cdp_cmd("Page.captureScreenshot", {"format": "png"})["data"])
+        except TimeoutException:
+            if attempt == attempts - 1:
+                raise
+    raise ValueError(f"attempts must be >= 1, got {attempts}")
+
+
 class ChromiumRenderer:
     """Headless chromium through selenium (one browser for many pages)."""
 
@@ -223,9 +238,8 @@ class ChromiumRenderer:
             "Emulation.setDeviceMetricsOverride",
             {"width": page.width, "height": page.height, "deviceScaleFactor": 1, "mobile": False},
         )
-        d.get("data:text/html;base64," + base64.b64encode(page.html.encode()).decode())
-        shot = d.execute_cdp_cmd("Page.captureScreenshot", {"format": "png"})
-        path.write_bytes(base64.b64decode(shot["data"]))
+        url = "data:text/html;base64," + base64.b64encode(page.html.encode()).decode()
+        path.write_bytes(base64.b64decode(_screenshot(d, url)))
         out = []
         for index, x1, y1, x2, y2 in d.execute_script(_BOXES_JS):
             el = page.elements[int(index)]
